@@ -1,0 +1,1 @@
+"""ML Incident Copilot: watches what feeds your ML models in DataHub."""

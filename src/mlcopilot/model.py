@@ -1,0 +1,377 @@
+"""The product's own small, frozen domain types.
+
+Catalog adapters translate DataHub aspects (SDK classes, GraphQL or MCP payloads) into these
+types at the boundary; checks, the walker, the store and the sinks only ever see these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+Urn = str
+"""A DataHub URN, e.g. ``urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)``."""
+
+CheckName = Literal["schema_drift", "pii_exposure", "stale_source", "deprecated_source"]
+ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
+
+
+class Severity(StrEnum):
+    """How urgent a finding is; ordered by :attr:`rank` (critical is highest)."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """3 for critical down to 0 for low, so severities compare as numbers."""
+        return _RANK[self]
+
+    def at_least(self, other: Severity) -> bool:
+        """True when this severity is ``other`` or more urgent."""
+        return self.rank >= other.rank
+
+
+_RANK = {Severity.LOW: 0, Severity.MEDIUM: 1, Severity.HIGH: 2, Severity.CRITICAL: 3}
+
+
+class EntityType(StrEnum):
+    """The DataHub entity types the walk understands (the URN's entity-type segment)."""
+
+    ML_MODEL = "mlModel"
+    ML_MODEL_GROUP = "mlModelGroup"
+    ML_FEATURE = "mlFeature"
+    ML_FEATURE_TABLE = "mlFeatureTable"
+    ML_PRIMARY_KEY = "mlPrimaryKey"
+    DATASET = "dataset"
+    DATA_JOB = "dataJob"
+    DATA_PROCESS_INSTANCE = "dataProcessInstance"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaField:
+    """One column of a dataset schema, as DataHub's ``schemaMetadata`` describes it.
+
+    ``tags`` and ``terms`` merge the ingested field annotations with the ones edited in the UI
+    (``editableSchemaMetadata``), as URNs.
+    """
+
+    path: str
+    type: str
+    native_type: str = ""
+    description: str = ""
+    position: int = 0
+    tags: frozenset[Urn] = frozenset()
+    terms: frozenset[Urn] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """A dataset schema: its fields in declared order."""
+
+    fields: tuple[SchemaField, ...]
+
+    def by_path(self) -> dict[str, SchemaField]:
+        """The fields keyed by field path."""
+        return {f.path: f for f in self.fields}
+
+
+@dataclass(frozen=True, slots=True)
+class Deprecation:
+    """DataHub's ``deprecation`` aspect, reduced to what a user needs to act."""
+
+    note: str = ""
+    decommission_time: datetime | None = None
+    replacement: Urn | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnEdge:
+    """Column-level lineage: ``upstream_field`` of dataset ``upstream`` feeds ``downstream_field``.
+
+    Read from ``upstreamLineage.fineGrainedLineages`` of the downstream dataset.
+    """
+
+    upstream: Urn
+    upstream_field: str
+    downstream_field: str
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One entity in a model's upstream lineage, with the metadata the checks read.
+
+    ``None`` always means "the catalog has no such metadata" (unknown), never "healthy".
+    ``exists`` is False for an entity that lineage references but the catalog has no aspect for.
+    """
+
+    urn: Urn
+    entity_type: EntityType
+    name: str
+    exists: bool = True
+    schema: Schema | None = None
+    tags: frozenset[Urn] = frozenset()
+    terms: frozenset[Urn] = frozenset()
+    structured_properties: Mapping[str, tuple[str | float, ...]] = field(default_factory=dict)
+    custom_properties: Mapping[str, str] = field(default_factory=dict)
+    deprecation: Deprecation | None = None
+    removed: bool = False
+    last_updated: datetime | None = None
+    column_lineage: tuple[ColumnEdge, ...] = ()
+    source_columns: tuple[str, ...] = ()
+    """For an ML feature or primary key: the source-dataset columns it is computed from, when
+    the catalog says so (DataHub itself has no feature-to-column lineage)."""
+    trained_at: datetime | None = None
+    """For an ML model: when it was trained (``mlModelProperties.date``, ``created`` or the
+    training runs' times); the baseline for schema drift is the upstream schema as of then."""
+
+
+EdgeKind = Literal[
+    "feature",  # mlModelProperties.mlFeatures
+    "feature_source",  # mlFeatureProperties.sources / mlPrimaryKeyProperties.sources
+    "feature_table",  # mlFeatureTableProperties.mlFeatures (incoming Contains; not DataHub lineage)
+    "primary_key",  # mlFeatureTableProperties.mlPrimaryKeys
+    "training_data",  # mlModelTrainingData (not DataHub lineage)
+    "training_job",  # mlModelProperties.trainingJobs
+    "job_input",  # dataJobInputOutput inputs / dataProcessInstanceInput
+    "dataset_upstream",  # upstreamLineage.upstreams
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One upstream hop: ``upstream`` feeds ``downstream``."""
+
+    downstream: Urn
+    upstream: Urn
+    kind: EdgeKind
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """The upstream lineage of one model as walked: nodes, edges and honest coverage.
+
+    ``paths`` maps every reached urn to one shortest path from the model (model first).
+    ``truncated`` is True when a hop or node cap stopped the walk before it was complete.
+    """
+
+    root: Urn
+    nodes: Mapping[Urn, Node]
+    edges: tuple[Edge, ...]
+    paths: Mapping[Urn, tuple[Urn, ...]]
+    truncated: bool = False
+
+    def upstream_of(self, urn: Urn) -> list[Edge]:
+        """The edges whose downstream end is ``urn``."""
+        return [e for e in self.edges if e.downstream == urn]
+
+    def downstream_of(self, urn: Urn) -> list[Edge]:
+        """The edges whose upstream end is ``urn``."""
+        return [e for e in self.edges if e.upstream == urn]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One risk found at one entity on one model's upstream path.
+
+    ``id`` is stable across scans: a hash of model, check, entity and field only (no timestamps
+    or text), so the same risk seen again is recognised as the same incident.
+    """
+
+    check: CheckName
+    severity: Severity
+    model: Urn
+    entity: Urn
+    field: str | None
+    message: str
+    path: tuple[Urn, ...]
+    change: ChangeKind | None = None
+    previous_field: str | None = None
+    evidence: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The stable incident id of this finding."""
+        return finding_id(self.model, self.check, self.entity, self.field)
+
+
+def finding_id(model: Urn, check: str, entity: Urn, field_path: str | None) -> str:
+    """A stable 16-hex-digit id from what identifies a risk, never from when or how it was seen."""
+    key = "\x1f".join((model, check, entity, field_path or ""))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """What one check concluded about one node: findings, or why it could not tell."""
+
+    findings: tuple[Finding, ...] = ()
+    unknown: str | None = None
+    """Why the node lacked the metadata this check needs; None when the check could decide."""
+
+
+class IncidentState(StrEnum):
+    """Where an incident is in its lifecycle."""
+
+    OPEN = "open"
+    ACKNOWLEDGED = "acknowledged"
+    RESOLVED = "resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """A finding tracked over time. ``generation`` counts recurrences after resolution."""
+
+    id: str
+    generation: int
+    state: IncidentState
+    check: CheckName
+    severity: Severity
+    model: Urn
+    entity: Urn
+    field: str | None
+    change: ChangeKind | None
+    previous_field: str | None
+    message: str
+    path: tuple[Urn, ...]
+    evidence: Mapping[str, object]
+    opened_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None = None
+    acknowledged_at: datetime | None = None
+    acknowledged_by: str | None = None
+    resolution: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``id`` plus generation: what names this occurrence in DataHub (incident and document)."""
+        return f"{self.id}-{self.generation}"
+
+    @property
+    def is_open(self) -> bool:
+        """True for open and acknowledged incidents."""
+        return self.state is not IncidentState.RESOLVED
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentChanges:
+    """What one scan did to the incident set: new, still present (seen again), cleared."""
+
+    opened: tuple[Incident, ...] = ()
+    updated: tuple[Incident, ...] = ()
+    resolved: tuple[Incident, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReport:
+    """The scan result for one model."""
+
+    urn: Urn
+    lineage: Lineage
+    findings: tuple[Finding, ...]
+    unknown: Mapping[Urn, tuple[str, ...]]
+    """Nodes that lacked metadata some check needed, with the reasons."""
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnUsage:
+    """Which columns of one upstream node feed the model, as far as lineage can prove.
+
+    ``whole`` means the entity as a whole is consumed (training data, a dataset-level edge we
+    cannot narrow), so every column feeds. Otherwise ``columns`` feed for certain, and when
+    ``complete`` is True column-level lineage proves that no other column does.
+    """
+
+    whole: bool = False
+    columns: frozenset[str] = frozenset()
+    complete: bool = False
+
+    def feeds(self, column: str) -> bool | None:
+        """True if ``column`` feeds the model, False if lineage proves it does not, else None."""
+        if self.whole or column in self.columns:
+            return True
+        if self.complete:
+            return False
+        return None
+
+
+UNKNOWN_USAGE = ColumnUsage()
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The schema of one upstream dataset that one model is known to work with.
+
+    ``source`` says where it came from: the catalog's aspect history as of the model's training
+    time, the first scan that saw the dataset, or a user accepting the current schema.
+    """
+
+    model: Urn
+    dataset: Urn
+    schema: Schema
+    source: Literal["history", "first_scan", "accepted"]
+    captured_at: datetime
+
+
+# --- Write-back intents: what the product wants the catalog to hold. Catalog adapters turn
+# --- them into DataHub aspects, compare with what is there and write only the difference.
+
+
+@dataclass(frozen=True, slots=True)
+class TagWrite:
+    """Tag ``tag`` should be present on (or absent from) ``entity``."""
+
+    entity: Urn
+    tag: Urn
+    present: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyWrite:
+    """Structured property ``property`` on ``entity`` should hold exactly ``values``.
+
+    An empty ``values`` removes the property. Other properties on the entity are kept.
+    """
+
+    entity: Urn
+    property: Urn
+    values: tuple[str | float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentWrite:
+    """A native DataHub incident (``incidentInfo``) on a deterministic urn."""
+
+    urn: Urn
+    incident_type: str
+    custom_type: str | None
+    title: str
+    description: str
+    priority: int
+    entities: tuple[Urn, ...]
+    active: bool
+    created_at: datetime
+    status_changed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentWrite:
+    """A DataHub ``document`` entity holding an incident's full context in markdown."""
+
+    urn: Urn
+    title: str
+    text: str
+    related_assets: tuple[Urn, ...]
+    created_at: datetime
+    modified_at: datetime
+
+
+Write = TagWrite | PropertyWrite | IncidentWrite | DocumentWrite

@@ -1,0 +1,166 @@
+"""The extension points on one page: what a catalog, a check and a state store must do.
+
+Implementations do not inherit from these; mypy checks them structurally
+(see ``tests/test_protocols.py``) and the contract suites check their behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Protocol
+
+from mlcopilot.config import PluginConfig
+from mlcopilot.model import (
+    Baseline,
+    CheckOutcome,
+    ColumnUsage,
+    Edge,
+    Finding,
+    Incident,
+    IncidentChanges,
+    Lineage,
+    Node,
+    Schema,
+    Severity,
+    Urn,
+    Write,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WalkLimits:
+    """Caps on one upstream walk; hitting one marks the lineage as truncated."""
+
+    max_hops: int = 50
+    max_nodes: int = 10_000
+
+
+class Catalog(Protocol):
+    """A metadata catalog (DataHub) that can be walked upstream and written back to."""
+
+    @property
+    def label(self) -> str:
+        """What the report calls this catalog, e.g. ``lite:/home/me/.mlcopilot/catalog.db``."""
+        ...
+
+    def models(self) -> list[Urn]:
+        """Every ML model in the catalog, sorted."""
+        ...
+
+    def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
+        """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""
+        ...
+
+    def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Every edge one hop upstream of each of ``urns``, including the ML hops that DataHub's
+        own lineage index misses (training data, feature tables, training-run inputs)."""
+        ...
+
+    def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
+        """The whole upstream lineage of ``root`` within ``limits``."""
+        ...
+
+    def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
+        """The schema of ``urn`` as it stood at ``when``; None when history cannot tell."""
+        ...
+
+    def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
+        """Make the catalog hold ``writes``; return those that changed something.
+
+        Idempotent: applying the same writes twice returns an empty list the second time.
+        With ``dry_run`` nothing is written and the would-be changes are returned.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What a check may consult about one node besides the node itself."""
+
+    model: Node
+    path: tuple[Urn, ...]
+    """The lineage path from the model to the node, model first."""
+    now: datetime
+    usage: ColumnUsage
+    """Which of the node's columns feed the model."""
+    baseline: Schema | None
+    """For a dataset: the schema the model was trained on (None when none is known yet)."""
+
+    def finding(
+        self,
+        check: Any,
+        severity: Severity,
+        node: Node,
+        field: str | None,
+        message: str,
+        **extra: Any,
+    ) -> Finding:
+        """Build a finding of ``check`` at ``node``, carrying this context's model and path."""
+        return Finding(
+            check=check,
+            severity=severity,
+            model=self.model.urn,
+            entity=node.urn,
+            field=field,
+            message=message,
+            path=self.path,
+            **extra,
+        )
+
+
+class Check(Protocol):
+    """One risk rule, run once per (model, upstream node)."""
+
+    name: ClassVar[str]
+    config_model: ClassVar[type[PluginConfig]]
+
+    def __init__(self, config: Any) -> None: ...
+
+    def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
+        """Findings at ``node``, or the reason it lacked the metadata to decide."""
+        ...
+
+
+class StateStore(Protocol):
+    """Where baselines, scan runs and incidents live between scans (SQLite or PostgreSQL)."""
+
+    def baseline(self, model: Urn, dataset: Urn) -> Baseline | None:
+        """The stored baseline schema of ``dataset`` for ``model``."""
+        ...
+
+    def save_baselines(self, baselines: Sequence[Baseline]) -> None:
+        """Insert or replace baselines (one per model and dataset)."""
+        ...
+
+    def incidents(
+        self, *, model: Urn | None = None, include_resolved: bool = True
+    ) -> list[Incident]:
+        """The latest generation of every incident (optionally of one model), newest first."""
+        ...
+
+    def get(self, incident_id: str) -> Incident | None:
+        """The latest generation of one incident."""
+        ...
+
+    def record_scan(self, changes: IncidentChanges, *, started_at: datetime, now: datetime,
+                    catalog: str, models: Sequence[Urn], findings: int) -> int:
+        """Store a scan run and its incident changes in one transaction; return the run id."""
+        ...
+
+    def acknowledge(self, incident_id: str, *, by: str, at: datetime) -> Incident:
+        """Mark an open incident acknowledged."""
+        ...
+
+    def resolve(self, incident_id: str, *, at: datetime, reason: str) -> Incident:
+        """Resolve an incident by hand."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
