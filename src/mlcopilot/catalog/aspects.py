@@ -1,0 +1,646 @@
+"""Pure translation between DataHub aspect JSON and mlcopilot's domain types.
+
+The JSON is the form DataHub Lite stores and DataHub's REST/OpenAPI return: the
+``MetadataChangeProposalWrapper.to_obj(simplified_structure=True)["aspect"]["json"]`` dict of
+one aspect. Every backend that can hand over aspects in that form reuses this module, so the
+meaning of each aspect is decided in one place.
+
+Reading: :func:`node_from_aspects`, :func:`schema_from_aspects`, :func:`edges_from_aspects`
+and :func:`reverse_edges_from_aspects`. Writing: :func:`aspects_for_write` and
+:func:`prerequisites` turn a write intent into the aspect JSON to store, built with the SDK's
+own classes so the shapes are DataHub's real ones.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from avro.errors import AvroException
+from datahub.emitter.aspect import ASPECT_MAP
+from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
+from datahub.metadata.schema_classes import (
+    KEY_ASPECT_NAMES,
+    AuditStampClass,
+    DocumentContentsClass,
+    DocumentInfoClass,
+    DocumentSourceClass,
+    DocumentStatusClass,
+    GlobalTagsClass,
+    IncidentInfoClass,
+    IncidentSourceClass,
+    IncidentStatusClass,
+    RelatedAssetClass,
+    StructuredPropertiesClass,
+    StructuredPropertyDefinitionClass,
+    StructuredPropertyValueAssignmentClass,
+    TagAssociationClass,
+    TagPropertiesClass,
+    _Aspect,
+)
+from datahub.metadata.urns import SchemaFieldUrn, TagUrn
+from datahub.metadata.urns import Urn as SdkUrn
+from datahub.utilities.urn_encoder import RESERVED_CHARS
+from datahub.utilities.urns.error import InvalidUrnError
+from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
+
+from mlcopilot.model import (
+    ColumnEdge,
+    Deprecation,
+    DocumentWrite,
+    Edge,
+    EdgeKind,
+    EntityType,
+    IncidentWrite,
+    Node,
+    PropertyWrite,
+    Schema,
+    SchemaField,
+    TagWrite,
+    Urn,
+    Write,
+)
+
+JsonObject = dict[str, Any]
+Aspects = Mapping[str, JsonObject]
+"""One entity's aspects: aspect name → aspect JSON."""
+
+ACTOR = "urn:li:corpuser:mlcopilot"
+"""Who the audit stamps of mlcopilot's writes name."""
+
+STRUCTURED_PROPERTY_PREFIX = "urn:li:structuredProperty:"
+
+TranslationError = (ValueError, TypeError, KeyError, AttributeError, AvroException, InvalidUrnError)
+"""What the SDK raises when aspect JSON does not fit its class; backends wrap these."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+_UNION_PRIMITIVES = frozenset({"string", "double", "float", "int", "long", "boolean"})
+_DECODINGS = {urllib.parse.quote(c): c for c in RESERVED_CHARS}
+_ENCODED = re.compile("|".join(re.escape(k) for k in _DECODINGS), re.IGNORECASE)
+_NAME_ASPECTS = (
+    "datasetProperties",
+    "mlModelProperties",
+    "mlModelGroupProperties",
+    "dataJobInfo",
+    "dataProcessInstanceProperties",
+)
+
+# (aspect, field, key inside each item or None for a plain urn list, edge kind)
+_EdgeSpec = tuple[str, str, str | None, EdgeKind]
+_OWN_EDGES: tuple[_EdgeSpec, ...] = (
+    ("mlModelProperties", "mlFeatures", None, "feature"),
+    ("mlModelProperties", "trainingJobs", None, "training_job"),
+    ("mlModelTrainingData", "trainingData", "dataset", "training_data"),
+    ("mlFeatureProperties", "sources", None, "feature_source"),
+    ("mlPrimaryKeyProperties", "sources", None, "feature_source"),
+    ("mlFeatureTableProperties", "mlPrimaryKeys", None, "primary_key"),
+    ("upstreamLineage", "upstreams", "dataset", "dataset_upstream"),
+    ("dataJobInputOutput", "inputDatasets", None, "job_input"),
+    ("dataJobInputOutput", "inputDatasetEdges", "destinationUrn", "job_input"),
+    ("dataJobInputOutput", "inputDatajobs", None, "job_input"),
+    ("dataJobInputOutput", "inputDatajobEdges", "destinationUrn", "job_input"),
+    ("dataProcessInstanceInput", "inputs", None, "job_input"),
+    ("dataProcessInstanceInput", "inputEdges", "destinationUrn", "job_input"),
+)
+# The entity holding these aspects is the *upstream* end; the listed urns are downstream.
+_REVERSE_EDGES: tuple[_EdgeSpec, ...] = (
+    ("mlFeatureTableProperties", "mlFeatures", None, "feature_table"),
+    ("dataJobInputOutput", "outputDatasets", None, "produced_by"),
+    ("dataJobInputOutput", "outputDatasetEdges", "destinationUrn", "produced_by"),
+    ("dataProcessInstanceOutput", "outputs", None, "produced_by"),
+    ("dataProcessInstanceOutput", "outputEdges", "destinationUrn", "produced_by"),
+)
+
+EDGE_ASPECTS = frozenset(spec[0] for spec in _OWN_EDGES)
+"""The aspects :func:`edges_from_aspects` reads."""
+REVERSE_EDGE_ASPECTS = frozenset(spec[0] for spec in _REVERSE_EDGES)
+"""The aspects :func:`reverse_edges_from_aspects` reads (a backend indexes these)."""
+SCHEMA_ASPECTS = ("schemaMetadata", "editableSchemaMetadata")
+"""The aspects :func:`schema_from_aspects` reads."""
+TRAINING_RUN_ASPECTS = ("dataProcessInstanceProperties",)
+"""The aspects of a model's training jobs that :func:`node_from_aspects` reads via ``related``."""
+
+_T = TypeVar("_T")
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def entity_type_of(urn: Urn) -> EntityType:
+    """The entity type named by the urn's type segment; OTHER for any type the walk ignores."""
+    parts = urn.split(":", 3)
+    if len(parts) < 4 or parts[:2] != ["urn", "li"]:
+        return EntityType.OTHER
+    try:
+        return EntityType(parts[2])
+    except ValueError:
+        return EntityType.OTHER
+
+
+def exists(aspects: Aspects) -> bool:
+    """True when the entity has at least one aspect besides its key."""
+    return any(name not in KEY_ASPECT_NAMES for name in aspects)
+
+
+def is_removed(aspects: Aspects) -> bool:
+    """True when the entity is soft-deleted (``status.removed``)."""
+    return _get(aspects, "status", "removed") is True
+
+
+def node_from_aspects(
+    urn: Urn,
+    aspects: Aspects,
+    *,
+    related: Mapping[Urn, Aspects] | None = None,
+) -> Node:
+    """Translate one entity's current aspects into a :class:`~mlcopilot.model.Node`.
+
+    Args:
+        urn: The entity.
+        aspects: Its aspects, by name; empty when the catalog has none (``exists=False``).
+        related: Aspects of other entities the translation consults: a model's training jobs
+            (``dataProcessInstanceProperties``) date the model when it has no date itself.
+
+    Returns:
+        The node. Metadata the aspects do not carry stays None or empty; nothing is invented.
+    """
+    entity_type = entity_type_of(urn)
+    custom = custom_properties(aspects)
+    return Node(
+        urn=urn,
+        entity_type=entity_type,
+        name=_name(urn, aspects),
+        exists=exists(aspects),
+        schema=schema_from_aspects(aspects),
+        tags=frozenset(_tag_urns(aspects.get("globalTags"))),
+        terms=frozenset(_term_urns(aspects.get("glossaryTerms"))),
+        structured_properties=structured_properties(aspects.get("structuredProperties")),
+        custom_properties=custom,
+        deprecation=_deprecation(aspects.get("deprecation")),
+        removed=is_removed(aspects),
+        last_updated=_last_updated(aspects),
+        column_lineage=column_lineage(urn, aspects.get("upstreamLineage")),
+        source_columns=_source_columns(custom)
+        if entity_type in (EntityType.ML_FEATURE, EntityType.ML_PRIMARY_KEY)
+        else (),
+        trained_at=_trained_at(aspects, related or {})
+        if entity_type is EntityType.ML_MODEL
+        else None,
+    )
+
+
+def schema_from_aspects(aspects: Aspects) -> Schema | None:
+    """The schema from ``schemaMetadata``, merged with ``editableSchemaMetadata``.
+
+    Field paths are simplified (v2 ``[version=2.0].[type=...]`` segments dropped); the first
+    field wins when two simplify to the same path. None when there is no ``schemaMetadata``.
+    """
+    metadata = aspects.get("schemaMetadata")
+    if metadata is None:
+        return None
+    edits = _editable_fields(aspects.get("editableSchemaMetadata"))
+    fields: list[SchemaField] = []
+    seen: set[str] = set()
+    for raw in metadata.get("fields") or []:
+        path = simple_field_path(raw.get("fieldPath") or "")
+        if path in seen:
+            continue
+        seen.add(path)
+        edit = edits.get(path, {})
+        fields.append(
+            SchemaField(
+                path=path,
+                type=_field_type(raw.get("type")),
+                native_type=raw.get("nativeDataType") or "",
+                description=_text(raw.get("description")) or _text(edit.get("description")),
+                position=len(fields),
+                tags=frozenset(_tag_urns(raw.get("globalTags"), edit.get("globalTags"))),
+                terms=frozenset(_term_urns(raw.get("glossaryTerms"), edit.get("glossaryTerms"))),
+            )
+        )
+    return Schema(tuple(fields))
+
+
+def edges_from_aspects(urn: Urn, aspects: Aspects) -> list[Edge]:
+    """The upstream edges an entity's own aspects declare (``urn`` is the downstream end)."""
+    edges = (
+        Edge(downstream=urn, upstream=target, kind=kind)
+        for kind, target in _targets(aspects, _OWN_EDGES)
+    )
+    return _unique(edges)
+
+
+def reverse_edges_from_aspects(urn: Urn, aspects: Aspects) -> list[Edge]:
+    """Edges where ``urn`` is the *upstream* end, declared by its own aspects.
+
+    A feature table is upstream of each feature it contains; a job or training run is upstream
+    of each dataset it produces. A backend indexes these by downstream urn.
+    """
+    edges = (
+        Edge(downstream=target, upstream=urn, kind=kind)
+        for kind, target in _targets(aspects, _REVERSE_EDGES)
+    )
+    return _unique(edges)
+
+
+def training_jobs(aspects: Aspects) -> list[Urn]:
+    """The training jobs or runs a model's ``mlModelProperties`` names."""
+    return [str(u) for u in _get(aspects, "mlModelProperties", "trainingJobs") or []]
+
+
+def column_lineage(urn: Urn, upstream_lineage: JsonObject | None) -> tuple[ColumnEdge, ...]:
+    """Column edges from ``upstreamLineage.fineGrainedLineages`` of dataset ``urn``.
+
+    Each entry's upstream and downstream schema fields are crossed. Upstreams that are not
+    schema fields, downstreams of another dataset and entries without downstreams (a real
+    quirk of DataHub's bootstrap sample) contribute nothing.
+    """
+    edges: list[ColumnEdge] = []
+    for entry in (upstream_lineage or {}).get("fineGrainedLineages") or []:
+        ups = [f for f in map(_schema_field, entry.get("upstreams") or []) if f]
+        downs = [f for f in map(_schema_field, entry.get("downstreams") or []) if f]
+        for up_dataset, up_field in ups:
+            edges.extend(
+                ColumnEdge(up_dataset, up_field, down_field)
+                for down_dataset, down_field in downs
+                if down_dataset == urn
+            )
+    return tuple(_unique(edges))
+
+
+def structured_properties(aspect: JsonObject | None) -> dict[str, tuple[str | float, ...]]:
+    """Structured property values keyed by qualified name (the urn without its prefix)."""
+    result: dict[str, tuple[str | float, ...]] = {}
+    for assignment in (aspect or {}).get("properties") or []:
+        name = str(assignment.get("propertyUrn", "")).removeprefix(STRUCTURED_PROPERTY_PREFIX)
+        result[name] = tuple(_unwrap(v) for v in assignment.get("values") or [])
+    return result
+
+
+def custom_properties(aspects: Aspects) -> dict[str, str]:
+    """``customProperties`` of the ``*Properties``/``*Info`` aspects, merged in name order."""
+    merged: dict[str, str] = {}
+    for name in sorted(aspects):
+        if not name.endswith(("Properties", "Info")):
+            continue
+        props = aspects[name].get("customProperties")
+        if isinstance(props, Mapping):
+            merged.update({str(k): str(v) for k, v in props.items()})
+    return merged
+
+
+def simple_field_path(field_path: str) -> str:
+    """A field path in plain dotted form, without v2 ``[version=...]``/``[type=...]`` segments."""
+    return str(get_simple_field_path_from_v2_field_path(field_path))
+
+
+def ms_to_datetime(value: object) -> datetime | None:
+    """An aware UTC datetime from epoch milliseconds; None for missing or placeholder (≤ 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return _EPOCH + timedelta(milliseconds=value)
+
+
+def datetime_to_ms(when: datetime) -> int:
+    """Epoch milliseconds of ``when``; a naive datetime is taken as UTC."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - _EPOCH) // _MS
+
+
+def _targets(aspects: Aspects, specs: Iterable[_EdgeSpec]) -> Iterator[tuple[EdgeKind, Urn]]:
+    for aspect, field, key, kind in specs:
+        for item in _get(aspects, aspect, field) or []:
+            target = item.get(key) if key is not None and isinstance(item, Mapping) else item
+            if isinstance(target, str) and target:
+                yield kind, target
+
+
+def _name(urn: Urn, aspects: Aspects) -> str:
+    for aspect in _NAME_ASPECTS:
+        name = _get(aspects, aspect, "name")
+        if isinstance(name, str) and name:
+            return name
+    return _name_from_urn(urn)
+
+
+def _name_from_urn(urn: Urn) -> str:
+    """The name part of an urn: ``(platform,NAME,env)``, ``(namespace,NAME)`` or ``ID``."""
+    try:
+        ids = SdkUrn.from_string(urn).entity_ids
+    except InvalidUrnError:
+        return urn
+    return _decode(ids[1] if len(ids) >= 2 else ids[0])
+
+
+def _decode(text: str) -> str:
+    """Undo DataHub's percent-encoding of the characters urns reserve: ``,``, ``(``, ``)``."""
+    return _ENCODED.sub(lambda m: _DECODINGS[m.group(0).upper()], text)
+
+
+def _schema_field(urn: object) -> tuple[Urn, str] | None:
+    if not isinstance(urn, str) or not urn.startswith("urn:li:schemaField:"):
+        return None
+    try:
+        parsed = SchemaFieldUrn.from_string(urn)
+    except InvalidUrnError:
+        return None
+    return parsed.parent, simple_field_path(_decode(parsed.field_path))
+
+
+def _field_type(type_json: object) -> str:
+    """The logical type class short name (``StringType``) from the ``type.type`` union."""
+    union = type_json.get("type") if isinstance(type_json, Mapping) else None
+    if isinstance(union, Mapping) and union:
+        return str(next(iter(union))).rsplit(".", 1)[-1]
+    return ""
+
+
+def _editable_fields(aspect: JsonObject | None) -> dict[str, JsonObject]:
+    edits: dict[str, JsonObject] = {}
+    for info in (aspect or {}).get("editableSchemaFieldInfo") or []:
+        edits.setdefault(simple_field_path(info.get("fieldPath") or ""), info)
+    return edits
+
+
+def _tag_urns(*aspects: JsonObject | None) -> Iterator[Urn]:
+    for aspect in aspects:
+        for association in (aspect or {}).get("tags") or []:
+            if association.get("tag"):
+                yield str(association["tag"])
+
+
+def _term_urns(*aspects: JsonObject | None) -> Iterator[Urn]:
+    for aspect in aspects:
+        for association in (aspect or {}).get("terms") or []:
+            if association.get("urn"):
+                yield str(association["urn"])
+
+
+def _deprecation(aspect: JsonObject | None) -> Deprecation | None:
+    if not aspect or aspect.get("deprecated") is not True:
+        return None
+    return Deprecation(
+        note=_text(aspect.get("note")),
+        decommission_time=ms_to_datetime(aspect.get("decommissionTime")),
+        replacement=aspect.get("replacement") or None,
+    )
+
+
+def _last_updated(aspects: Aspects) -> datetime | None:
+    return ms_to_datetime(_get(aspects, "operation", "lastUpdatedTimestamp")) or ms_to_datetime(
+        _get(aspects, "datasetProperties", "lastModified", "time")
+    )
+
+
+def _source_columns(custom: Mapping[str, str]) -> tuple[str, ...]:
+    columns: list[str] = []
+    for key in sorted(custom):
+        if key == "source_column" or key.endswith(".source_column"):
+            columns.extend(c.strip() for c in custom[key].split(",") if c.strip())
+    return tuple(dict.fromkeys(columns))
+
+
+def _trained_at(aspects: Aspects, related: Mapping[Urn, Aspects]) -> datetime | None:
+    own = ms_to_datetime(_get(aspects, "mlModelProperties", "date")) or ms_to_datetime(
+        _get(aspects, "mlModelProperties", "created", "time")
+    )
+    if own is not None:
+        return own
+    runs = (
+        ms_to_datetime(
+            _get(related.get(job, {}), "dataProcessInstanceProperties", "created", "time")
+        )
+        for job in training_jobs(aspects)
+    )
+    return max((t for t in runs if t is not None), default=None)
+
+
+def _get(aspects: Aspects, aspect: str, *path: str) -> Any:
+    value: Any = aspects.get(aspect)
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _text(value: object) -> str:
+    value = _unwrap(value)
+    return value if isinstance(value, str) else ""
+
+
+def _unwrap(value: Any) -> Any:
+    """``{"string": "x"}`` / ``{"double": 1.0}`` union forms → the bare value."""
+    if isinstance(value, Mapping) and len(value) == 1:
+        key = next(iter(value))
+        if key in _UNION_PRIMITIVES:
+            return value[key]
+    return value
+
+
+def _unique(items: Iterable[_T]) -> list[_T]:
+    return list(dict.fromkeys(items))
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def write_target(write: Write) -> Urn:
+    """The entity a write changes."""
+    if isinstance(write, TagWrite | PropertyWrite):
+        return write.entity
+    return write.urn
+
+
+def aspects_for_write(write: Write, current: Aspects) -> dict[str, JsonObject]:
+    """The aspects to store on :func:`write_target` so that it holds ``write``.
+
+    Args:
+        write: The intent.
+        current: The target entity's current aspects.
+
+    Returns:
+        New aspect JSON by aspect name, only for aspects that must change: empty when the
+        entity already holds the intent, so re-applying is a no-op. Timestamps come from the
+        intent only.
+
+    Raises:
+        ValueError: when a current aspect or the intent does not fit DataHub's model (the SDK
+            may also raise one of :data:`TranslationError`).
+    """
+    desired = _desired(write, current)
+    return {
+        name: value
+        for name, value in desired.items()
+        if name not in current or normalized(name, current[name]) != value
+    }
+
+
+def prerequisites(write: Write) -> dict[Urn, dict[str, JsonObject]]:
+    """Entities a write relies on, with the aspect to create when the entity lacks it.
+
+    A tag needs its ``tagProperties``; a structured property its definition
+    (``propertyDefinition``). They are created once and never overwritten, so a
+    description edited in DataHub survives.
+    """
+    if isinstance(write, TagWrite) and write.present:
+        name = TagUrn.from_string(write.tag).name
+        props = TagPropertiesClass(name=name, description="Set by ML Incident Copilot.")
+        return {write.tag: {props.ASPECT_NAME: to_json(props)}}
+    if isinstance(write, PropertyWrite) and write.values:
+        definition = _definition(write)
+        return {write.property: {definition.ASPECT_NAME: to_json(definition)}}
+    return {}
+
+
+def to_json(aspect: _Aspect) -> JsonObject:
+    """The stored JSON form of an SDK aspect (what Lite keeps and REST returns).
+
+    Raises:
+        ValueError: when the aspect does not validate against DataHub's schema.
+    """
+    if not aspect.validate():
+        raise ValueError(f"{aspect.get_aspect_name()} does not fit DataHub's schema: {aspect}")
+    result: JsonObject = pre_json_transform(aspect.to_obj())
+    return result
+
+
+def from_json(name: str, value: Mapping[str, Any]) -> _Aspect:
+    """The SDK aspect of the stored JSON ``value`` of aspect ``name``.
+
+    Raises:
+        ValueError: for an aspect name DataHub does not know (the SDK may also raise one of
+            :data:`TranslationError` for JSON that does not fit).
+    """
+    cls = ASPECT_MAP.get(name)
+    if cls is None:
+        raise ValueError(f"unknown aspect {name!r}")
+    aspect: _Aspect = cls.from_obj(post_json_transform(dict(value)))
+    return aspect
+
+
+def normalized(name: str, value: Mapping[str, Any]) -> JsonObject:
+    """``value`` round-tripped through its SDK class, so equal meaning gives equal dicts."""
+    return to_json(from_json(name, value))
+
+
+def _desired(write: Write, current: Aspects) -> dict[str, JsonObject]:
+    if isinstance(write, TagWrite):
+        return _tags(write, current.get("globalTags"))
+    if isinstance(write, PropertyWrite):
+        return _properties(write, current.get("structuredProperties"))
+    if isinstance(write, IncidentWrite):
+        return {"incidentInfo": _incident(write, current.get("incidentInfo"))}
+    return {"documentInfo": _document(write, current.get("documentInfo"))}
+
+
+def _tags(write: TagWrite, current: JsonObject | None) -> dict[str, JsonObject]:
+    if current is None and not write.present:
+        return {}
+    tags = GlobalTagsClass(tags=[]) if current is None else from_json("globalTags", current)
+    assert isinstance(tags, GlobalTagsClass)
+    others = [t for t in tags.tags if t.tag != write.tag]
+    if not write.present:
+        tags.tags = others
+    elif len(others) == len(tags.tags):
+        tags.tags = [*tags.tags, TagAssociationClass(tag=write.tag)]
+    return {"globalTags": to_json(tags)}
+
+
+def _properties(write: PropertyWrite, current: JsonObject | None) -> dict[str, JsonObject]:
+    if current is None and not write.values:
+        return {}
+    props = (
+        StructuredPropertiesClass(properties=[])
+        if current is None
+        else from_json("structuredProperties", current)
+    )
+    assert isinstance(props, StructuredPropertiesClass)
+    values = [_property_value(v) for v in write.values]
+    assignments: list[StructuredPropertyValueAssignmentClass] = []
+    placed = False
+    for assignment in props.properties:
+        if assignment.propertyUrn != write.property:
+            assignments.append(assignment)
+        elif not placed and values:
+            placed = True
+            if [_unwrap(v) for v in assignment.values] != values:
+                assignment = StructuredPropertyValueAssignmentClass(write.property, list(values))
+            assignments.append(assignment)
+    if values and not placed:
+        assignments.append(StructuredPropertyValueAssignmentClass(write.property, list(values)))
+    props.properties = assignments
+    return {"structuredProperties": to_json(props)}
+
+
+def _property_value(value: str | float) -> str | float:
+    return value if isinstance(value, str) else float(value)
+
+
+def _definition(write: PropertyWrite) -> StructuredPropertyDefinitionClass:
+    numeric = all(not isinstance(v, str) for v in write.values)
+    return StructuredPropertyDefinitionClass(
+        qualifiedName=write.property.removeprefix(STRUCTURED_PROPERTY_PREFIX),
+        displayName=write.property.removeprefix(STRUCTURED_PROPERTY_PREFIX),
+        valueType=f"urn:li:dataType:datahub.{'number' if numeric else 'string'}",
+        cardinality="MULTIPLE",
+        entityTypes=[
+            f"urn:li:entityType:datahub.{t.value}" for t in EntityType if t is not EntityType.OTHER
+        ],
+        description="Set by ML Incident Copilot.",
+    )
+
+
+def _incident(write: IncidentWrite, current: JsonObject | None) -> JsonObject:
+    # Assignees are set by people in DataHub; a rescan must not drop them.
+    assignees = None
+    if current is not None:
+        existing = from_json("incidentInfo", current)
+        assert isinstance(existing, IncidentInfoClass)
+        assignees = existing.assignees
+    info = IncidentInfoClass(
+        type=write.incident_type,
+        customType=write.custom_type,
+        title=write.title,
+        description=write.description,
+        priority=write.priority,
+        entities=list(write.entities),
+        status=IncidentStatusClass(
+            state="ACTIVE" if write.active else "RESOLVED",
+            lastUpdated=_stamp(write.status_changed_at),
+        ),
+        created=_stamp(write.created_at),
+        source=IncidentSourceClass(type="MANUAL"),
+        startedAt=datetime_to_ms(write.created_at),
+        assignees=assignees,
+    )
+    return to_json(info)
+
+
+def _document(write: DocumentWrite, current: JsonObject | None) -> JsonObject:
+    info = DocumentInfoClass(
+        title=write.title,
+        contents=DocumentContentsClass(text=write.text),
+        created=_stamp(write.created_at),
+        lastModified=_stamp(write.modified_at),
+        relatedAssets=[RelatedAssetClass(asset=a) for a in write.related_assets],
+        source=DocumentSourceClass(sourceType="NATIVE"),
+        status=DocumentStatusClass(state="PUBLISHED"),
+    )
+    # Placement and cross-links are made by people in DataHub; keep them.
+    if current is not None:
+        existing = from_json("documentInfo", current)
+        assert isinstance(existing, DocumentInfoClass)
+        info.parentDocument = existing.parentDocument
+        info.relatedDocuments = existing.relatedDocuments
+        info.customProperties = existing.customProperties
+    return to_json(info)
+
+
+def _stamp(when: datetime) -> AuditStampClass:
+    return AuditStampClass(time=datetime_to_ms(when), actor=ACTOR)

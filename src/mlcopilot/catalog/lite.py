@@ -1,0 +1,312 @@
+"""The embedded catalog: a DataHub Lite (SQLite) file, walked and written back to offline.
+
+Lite stores every aspect with its version history but keeps no lineage index, so the edges
+come from the aspects themselves (:mod:`mlcopilot.catalog.aspects`); the reverse hops (feature
+table → feature, job → produced dataset) come from an index built once per catalog instance.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.lite.sqlite_lite import SqliteLite
+from datahub.lite.sqlite_lite_config import SqliteLiteConfig
+
+from mlcopilot.catalog import aspects as ax
+from mlcopilot.errors import CatalogError
+from mlcopilot.lineage import walk_upstream
+from mlcopilot.model import Edge, Lineage, Node, Schema, Urn, Write
+from mlcopilot.protocols import WalkLimits
+
+_BATCH = 500  # urns per IN (...) query, well under SQLite's bound-parameter limit
+_MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
+
+_Aspects = dict[Urn, dict[str, ax.JsonObject]]
+
+
+class LiteCatalog:
+    """A :class:`~mlcopilot.protocols.Catalog` over a DataHub Lite SQLite file.
+
+    Construction does no I/O; the file is opened read-only on first use and reopened for
+    writing only when something is written, so a scan never creates or alters a file it only
+    reads. Use :func:`open_lite_catalog` to check the file up front.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = False) -> None:
+        self._path = Path(path)
+        self._create = create
+        self._lite: SqliteLite | None = None
+        self._writable = False
+        self._reindex = False
+        self._reverse: dict[Urn, list[Edge]] | None = None
+
+    @property
+    def label(self) -> str:
+        """``lite:<path>``."""
+        return f"lite:{self._path}"
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self._path
+
+    def models(self) -> list[Urn]:
+        """Every ML model that exists and is not soft-deleted (``status.removed``), sorted."""
+        found = self._read("urn GLOB ?", [_MODEL_URNS])
+        return sorted(
+            urn
+            for urn, aspects in found.items()
+            if ax.exists(aspects) and not ax.is_removed(aspects)
+        )
+
+    def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
+        """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""
+        found = self._aspects(urns)
+        jobs = {job for aspects in found.values() for job in ax.training_jobs(aspects)}
+        related = self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
+        return {urn: ax.node_from_aspects(urn, found.get(urn, {}), related=related) for urn in urns}
+
+    def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Every edge one hop upstream of each urn: declared by its aspects or by others'."""
+        found = self._aspects(urns, sorted(ax.EDGE_ASPECTS))
+        reverse = self._reverse_index()
+        edges: dict[Edge, None] = {}
+        for urn in dict.fromkeys(urns):
+            edges.update(dict.fromkeys(ax.edges_from_aspects(urn, found.get(urn, {}))))
+            edges.update(dict.fromkeys(reverse.get(urn, [])))
+        return list(edges)
+
+    def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
+        """The upstream lineage of ``root`` within ``limits``."""
+        return walk_upstream(self, root, limits)
+
+    def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
+        """The schema of the newest version written before ``when``; None if there was none.
+
+        A version is dated by the ``systemMetadata.lastObserved`` of the record that wrote it,
+        or by the time it was written when the record carried none.
+        """
+        as_of = ax.datetime_to_ms(when)
+        if as_of <= 0:
+            return None
+        with self._errors():
+            found = self._handle().get(urn, list(ax.SCHEMA_ASPECTS), as_of=as_of)
+        if not found:
+            return None
+        return ax.schema_from_aspects({k: v for k, v in found.items() if isinstance(v, dict)})
+
+    def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
+        """Make the catalog hold ``writes``; return those that changed something.
+
+        Writes to the same entity fold in order. Tags and structured properties a write uses
+        are created when missing. With ``dry_run`` nothing is written.
+        """
+        needs = [ax.write_target(w) for w in writes]
+        needs += [urn for w in writes for urn in _prerequisites(w)]
+        state = self._aspects(list(dict.fromkeys(needs)))
+        pending: dict[tuple[Urn, str], ax.JsonObject] = {}
+        changed: list[Write] = []
+        for write in writes:
+            updates = _updates_for(write, state)
+            for urn, name, value in updates:
+                state.setdefault(urn, {})[name] = value
+                pending[(urn, name)] = value
+            if updates:
+                changed.append(write)
+        if pending and not dry_run:
+            mcps = [
+                MetadataChangeProposalWrapper(entityUrn=urn, aspect=ax.from_json(name, value))
+                for (urn, name), value in pending.items()
+            ]
+            self._write(mcps)
+        return changed
+
+    def ingest(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> int:
+        """Write validated MCPs in order; return how many new aspect versions they made.
+
+        An aspect identical to the stored one makes no new version (Lite only re-dates it).
+        Lite's browse index (``datahub lite ls``) is rebuilt on :meth:`close`.
+        """
+        new_versions = self._write(mcps)
+        self._reindex = True
+        return new_versions
+
+    def close(self) -> None:
+        """Release the file, rebuilding Lite's browse index first if metadata was ingested."""
+        reindex, self._reindex = self._reindex, False
+        self._release(reindex=reindex)
+
+    def check(self) -> None:
+        """Open the file now, so a missing or unusable catalog fails before any work.
+
+        Raises:
+            CatalogError: when the file is missing (and not to be created), is not SQLite or
+                is not a DataHub Lite catalog.
+        """
+        self._handle()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _write(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> int:
+        lite = self._handle(writable=True)
+        self._reverse = None
+        with self._errors():
+            before = self._count_versions()
+            for mcp in mcps:
+                lite.write(mcp)
+            return self._count_versions() - before
+
+    def _release(self, *, reindex: bool) -> None:
+        lite, self._lite = self._lite, None
+        if lite is None:
+            return
+        with self._errors():
+            if reindex:
+                lite.close()
+            else:
+                # Lite's close() re-reads and re-indexes the whole catalog for browsing, which
+                # a scan's few write-backs do not need (write() already names new entities).
+                lite.sqlite_client.close()
+
+    def _aspects(self, urns: Sequence[Urn], names: Sequence[str] | None = None) -> _Aspects:
+        found: _Aspects = {}
+        unique = list(dict.fromkeys(urns))
+        for start in range(0, len(unique), _BATCH):
+            chunk = unique[start : start + _BATCH]
+            where = f"urn IN ({','.join('?' * len(chunk))})"
+            params: list[Any] = list(chunk)
+            if names:
+                where += f" AND aspect_name IN ({','.join('?' * len(names))})"
+                params += names
+            found.update(self._read(where, params))
+        return found
+
+    def _reverse_index(self) -> dict[Urn, list[Edge]]:
+        if self._reverse is None:
+            names = sorted(ax.REVERSE_EDGE_ASPECTS)
+            holders = self._read(f"aspect_name IN ({','.join('?' * len(names))})", names)
+            index: dict[Urn, list[Edge]] = {}
+            for urn in sorted(holders):
+                for edge in ax.reverse_edges_from_aspects(urn, holders[urn]):
+                    index.setdefault(edge.downstream, []).append(edge)
+            self._reverse = index
+        return self._reverse
+
+    def _read(self, where: str, params: Sequence[Any]) -> _Aspects:
+        # Lite's public get() reads one urn per query; a lineage level or the reverse index
+        # needs many, so this reads Lite's own table directly (latest versions only).
+        query = (
+            "SELECT urn, aspect_name, metadata FROM metadata_aspect_v2 "
+            f"WHERE version = 0 AND {where}"
+        )
+        found: _Aspects = {}
+        with self._errors():
+            for urn, name, metadata in self._handle().sqlite_client.execute(query, params):
+                found.setdefault(urn, {})[name] = json.loads(metadata)
+        return found
+
+    def _count_versions(self) -> int:
+        lite = self._handle()
+        row = lite.sqlite_client.execute(
+            "SELECT COUNT(*) FROM metadata_aspect_v2 WHERE version > 0"
+        ).fetchone()
+        return int(row[0])
+
+    def _handle(self, *, writable: bool = False) -> SqliteLite:
+        if self._lite is not None and (self._writable or not writable):
+            return self._lite
+        self._release(reindex=False)
+        is_new = not self._path.exists() or self._path.stat().st_size == 0
+        if is_new and not self._create:
+            raise CatalogError(
+                f"no catalog at {self._path} — load metadata first with "
+                "`mlcopilot catalog load FILE`"
+            )
+        if not is_new:
+            # Probe read-only first, so a foreign SQLite file never gets Lite's tables added.
+            self._lite = self._open(read_only=True)
+            self._writable = False
+        if writable or is_new:
+            self._release(reindex=False)
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._lite = self._open(read_only=False)
+            self._writable = True
+        assert self._lite is not None
+        return self._lite
+
+    def _open(self, *, read_only: bool) -> SqliteLite:
+        try:
+            lite = SqliteLite(SqliteLiteConfig(file=str(self._path), read_only=read_only))
+            lite.sqlite_client.execute("SELECT 1 FROM metadata_aspect_v2 LIMIT 1").fetchall()
+        except sqlite3.Error as exc:
+            raise CatalogError(
+                f"{self._path} is not a DataHub Lite catalog (or is damaged): {exc}"
+            ) from exc
+        return lite
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            with warnings.catch_warnings():
+                # Lite's browse index calls SDK methods the SDK itself deprecates: not ours.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                yield
+        except sqlite3.Error as exc:
+            raise CatalogError(f"{self.label}: {exc}") from exc
+
+
+def open_lite_catalog(path: str | Path, *, create: bool) -> LiteCatalog:
+    """Open the Lite catalog at ``path`` and check that it is usable.
+
+    Args:
+        path: The SQLite file.
+        create: Create the file when missing (loading metadata); False for scans.
+
+    Raises:
+        CatalogError: when the file is missing and ``create`` is False, or is not a DataHub
+            Lite catalog.
+    """
+    catalog = LiteCatalog(path, create=create)
+    catalog.check()
+    return catalog
+
+
+def _prerequisites(write: Write) -> dict[Urn, dict[str, ax.JsonObject]]:
+    try:
+        return ax.prerequisites(write)
+    except ax.TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc
+
+
+def _updates_for(write: Write, state: _Aspects) -> list[tuple[Urn, str, ax.JsonObject]]:
+    target = ax.write_target(write)
+    needed = _prerequisites(write)
+    try:
+        own = ax.aspects_for_write(write, state.get(target, {}))
+    except ax.TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc
+    updates = [
+        (urn, name, value)
+        for urn, required in needed.items()
+        for name, value in required.items()
+        if name not in state.get(urn, {})
+    ]
+    return updates + [(target, name, value) for name, value in own.items()]
