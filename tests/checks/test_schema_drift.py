@@ -1,0 +1,280 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from datahub.metadata.schema_classes import (
+    BooleanTypeClass,
+    DatasetPropertiesClass,
+    MLFeaturePropertiesClass,
+    MLModelPropertiesClass,
+    NumberTypeClass,
+    OtherSchemaClass,
+    SchemaFieldClass,
+    SchemaFieldDataTypeClass,
+    SchemaMetadataClass,
+    StringTypeClass,
+)
+
+from mlcopilot.checks.schema_drift import SchemaDrift, SchemaDriftConfig
+from mlcopilot.model import UNKNOWN_USAGE, ColumnUsage, Schema
+from mlcopilot.protocols import CheckContext
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
+DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
+FEATURE = "urn:li:mlFeature:(customer_features,tenure_days)"
+
+_TYPES: dict[str, type[StringTypeClass | NumberTypeClass | BooleanTypeClass]] = {
+    "string": StringTypeClass,
+    "number": NumberTypeClass,
+    "boolean": BooleanTypeClass,
+}
+
+FEEDS_ALL = ColumnUsage(whole=True)
+
+
+def col(path: str, kind: str = "string", native: str = "varchar", description: str | None = None):
+    return SchemaFieldClass(
+        fieldPath=path,
+        type=SchemaFieldDataTypeClass(type=_TYPES[kind]()),
+        nativeDataType=native,
+        description=description,
+    )
+
+
+def schema(*fields: SchemaFieldClass) -> SchemaMetadataClass:
+    return SchemaMetadataClass(
+        schemaName="raw.customers",
+        platform="urn:li:dataPlatform:hive",
+        version=0,
+        hash="",
+        platformSchema=OtherSchemaClass(rawSchema=""),
+        fields=list(fields),
+    )
+
+
+def context(make_node, usage: ColumnUsage, baseline: Schema | None) -> CheckContext:
+    return CheckContext(
+        model=make_node(MODEL, MLModelPropertiesClass()),
+        path=(MODEL, DATASET),
+        now=NOW,
+        usage=usage,
+        baseline=baseline,
+    )
+
+
+USER_ID = col("user_id", "number", "bigint")
+EMAIL = col("email")
+# (change, severity, field, previous_field, facts the message must state)
+DRIFT_CASES = [
+    pytest.param([USER_ID, EMAIL], [USER_ID, EMAIL], FEEDS_ALL, {}, [], id="unchanged-schema"),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [USER_ID],
+        FEEDS_ALL,
+        {},
+        [("removed", "critical", "email", None, ["`email`", "removed", "feeds the model"])],
+        id="removed-feeding-column-is-critical",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [USER_ID],
+        UNKNOWN_USAGE,
+        {},
+        [("removed", "medium", "email", None, ["`email`", "cannot tell"])],
+        id="removed-column-with-unknown-usage-is-medium",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [USER_ID],
+        ColumnUsage(columns=frozenset({"user_id"}), complete=True),
+        {},
+        [("removed", "low", "email", None, ["`email`", "does not feed the model"])],
+        id="removed-column-proven-unused-is-low",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [USER_ID, col("email_address")],
+        FEEDS_ALL,
+        {},
+        [
+            (
+                "renamed",
+                "critical",
+                "email_address",
+                "email",
+                ["`email` was renamed to `email_address`", "confidence 0.67", "feeds the model"],
+            )
+        ],
+        id="rename-inferred-from-type-position-and-name",
+    ),
+    pytest.param(
+        [USER_ID, col("email", description="Contact address")],
+        [USER_ID, col("contact", description="Contact address")],
+        FEEDS_ALL,
+        {},
+        [("renamed", "critical", "contact", "email", ["renamed to `contact`"])],
+        id="rename-inferred-from-same-description",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [USER_ID, col("email_address")],
+        ColumnUsage(columns=frozenset({"email_address"}), complete=True),
+        {},
+        [("renamed", "low", "email_address", "email", ["does not feed the model"])],
+        id="rename-impact-follows-the-baseline-column-name",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [USER_ID, col("email_address")],
+        FEEDS_ALL,
+        {"rename_confidence": 0.9},
+        [
+            ("removed", "critical", "email", None, ["`email`", "removed"]),
+            ("added", "low", "email_address", None, ["`email_address`", "added"]),
+        ],
+        id="pair-below-rename-confidence-stays-removed-and-added",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [col("is_active", "boolean", "boolean"), EMAIL],
+        FEEDS_ALL,
+        {},
+        [
+            ("removed", "critical", "user_id", None, ["`user_id`"]),
+            ("added", "low", "is_active", None, ["`is_active` (boolean)"]),
+        ],
+        id="unrelated-columns-are-not-a-rename",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL, col("email2")],
+        [USER_ID, col("email_address")],
+        FEEDS_ALL,
+        {},
+        [
+            ("renamed", "critical", "email_address", "email", ["renamed to `email_address`"]),
+            ("removed", "critical", "email2", None, ["`email2`", "removed"]),
+        ],
+        id="each-added-column-pairs-once-best-score-first",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [col("user_id", "string", "varchar"), EMAIL],
+        FEEDS_ALL,
+        {},
+        [
+            (
+                "type_changed",
+                "high",
+                "user_id",
+                None,
+                ["`user_id`", "from bigint to varchar", "feeds the model"],
+            )
+        ],
+        id="logical-type-change-feeding-is-high",
+    ),
+    pytest.param(
+        [USER_ID, EMAIL],
+        [col("user_id", "number", "int"), EMAIL],
+        UNKNOWN_USAGE,
+        {},
+        [("type_changed", "medium", "user_id", None, ["from bigint to int"])],
+        id="native-type-change-within-same-logical-type",
+    ),
+    pytest.param(
+        [USER_ID, col("email", native="")],
+        [USER_ID, col("email", "number", native="")],
+        FEEDS_ALL,
+        {},
+        [("type_changed", "high", "email", None, ["from StringType to NumberType"])],
+        id="logical-type-change-without-native-types",
+    ),
+    pytest.param(
+        [USER_ID, col("email", native="")],
+        [USER_ID, EMAIL],
+        FEEDS_ALL,
+        {},
+        [],
+        id="native-type-becoming-known-is-not-a-change",
+    ),
+    pytest.param(
+        [USER_ID],
+        [USER_ID, EMAIL],
+        FEEDS_ALL,
+        {},
+        [("added", "low", "email", None, ["`email`", "added"])],
+        id="added-column-is-always-low",
+    ),
+]
+
+
+@pytest.mark.parametrize(("baseline", "current", "usage", "config", "expected"), DRIFT_CASES)
+def test_schema_drift(make_node, baseline, current, usage, config, expected):
+    check = SchemaDrift(SchemaDriftConfig.model_validate(config))
+    node = make_node(DATASET, schema(*current))
+    ctx = context(make_node, usage, make_node(DATASET, schema(*baseline)).schema)
+
+    outcome = check.run(node, ctx)
+
+    assert outcome.unknown is None
+    got = sorted(outcome.findings, key=lambda f: f.field or "")
+    want = sorted(expected, key=lambda e: e[2])
+    assert [(f.change, f.severity, f.field, f.previous_field) for f in got] == [e[:4] for e in want]
+    for finding, (*_, facts) in zip(got, want, strict=True):
+        assert finding.check == "schema_drift"
+        assert finding.entity == DATASET
+        assert finding.model == MODEL
+        assert "\n" not in finding.message
+        for fact in facts:
+            assert fact in finding.message
+
+
+def test_evidence_carries_types_position_confidence_and_impact(make_node):
+    baseline = make_node(DATASET, schema(USER_ID, EMAIL)).schema
+    node = make_node(DATASET, schema(USER_ID, col("email_address")))
+
+    (finding,) = (
+        SchemaDrift(SchemaDriftConfig()).run(node, context(make_node, FEEDS_ALL, baseline)).findings
+    )
+
+    assert finding.evidence == {
+        "confidence": 0.67,
+        "baseline_type": "StringType",
+        "baseline_native_type": "varchar",
+        "baseline_position": 1,
+        "current_type": "StringType",
+        "current_native_type": "varchar",
+        "current_position": 1,
+        "feeds_model": "yes",
+    }
+
+
+@pytest.mark.parametrize(
+    ("urn", "aspects", "has_baseline", "unknown"),
+    [
+        pytest.param(DATASET, [], True, "not in the catalog", id="missing-dataset"),
+        pytest.param(
+            DATASET, [DatasetPropertiesClass()], True, "no schemaMetadata", id="no-schema"
+        ),
+        pytest.param(DATASET, [schema(USER_ID)], False, "no baseline schema yet", id="no-baseline"),
+        pytest.param(FEATURE, [MLFeaturePropertiesClass()], True, None, id="not-a-dataset"),
+    ],
+)
+def test_missing_metadata_is_unknown(make_node, urn, aspects, has_baseline, unknown):
+    baseline = make_node(DATASET, schema(USER_ID, EMAIL)).schema if has_baseline else None
+    node = make_node(urn, *aspects)
+
+    outcome = SchemaDrift(SchemaDriftConfig()).run(node, context(make_node, FEEDS_ALL, baseline))
+
+    assert outcome.findings == ()
+    if unknown is None:
+        assert outcome.unknown is None
+    else:
+        assert outcome.unknown is not None
+        assert unknown in outcome.unknown
+
+
+def test_rename_confidence_must_be_between_0_and_1():
+    with pytest.raises(ValueError, match="rename_confidence"):
+        SchemaDriftConfig.model_validate({"rename_confidence": 1.5})
