@@ -1,0 +1,209 @@
+"""The incident lifecycle, as pure functions: no I/O, no clock, no database.
+
+A scan produces findings; :func:`reconcile` compares them with the latest generation of each
+stored incident of the scanned models and says what to open, refresh and resolve::
+
+    finding, no incident yet            -> opened   (generation 1, open)
+    finding, incident open/acknowledged -> updated  (text refreshed, state kept)
+    finding, incident resolved          -> opened   (generation + 1, open: a recurrence)
+    no finding, incident open/ack'd     -> resolved, only if the scan could decide;
+                                           otherwise left untouched
+
+An incident is only cleared when the scan reached its entity and the check could decide there:
+missing metadata or a walk that stopped short never silently resolves anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
+from datetime import datetime
+
+from mlcopilot.errors import UsageError
+from mlcopilot.model import Finding, Incident, IncidentChanges, IncidentState, Urn
+
+CLEARED = "cleared: no longer found"
+"""The resolution :func:`reconcile` records when a scan no longer finds an incident's risk."""
+
+Evaluated = Callable[[Urn, str, Urn], bool] | AbstractSet[tuple[Urn, str, Urn]]
+"""Whether a scan could decide ``(model, check, entity)``: a predicate or a set of triples."""
+
+
+def reconcile(
+    previous: Sequence[Incident],
+    findings: Sequence[Finding],
+    *,
+    evaluated: Evaluated,
+    now: datetime,
+) -> IncidentChanges:
+    """Compare one scan's findings with the stored incidents and say what changes.
+
+    Args:
+        previous: The latest generation of each stored incident of the scanned models. When an
+            id appears more than once, its highest generation counts.
+        findings: Everything the scan found. Findings sharing an id (same model, check, entity
+            and field) are one incident; the most severe of them (the first, on a tie) is kept.
+        evaluated: Whether the scan reached ``entity`` for ``model`` and ``check`` could decide
+            there. Only then may an incident whose finding is gone be resolved. A predicate
+            ``(model, check, entity) -> bool`` or a set of such triples.
+        now: The scan time, stamped on everything opened, updated or resolved.
+
+    Returns:
+        The incidents to open (new ones and recurrences), to refresh (still present; their state,
+        acknowledged or open, is kept) and to resolve, each sorted by id.
+    """
+    could_decide = _as_predicate(evaluated)
+    latest = _latest_by_id(previous)
+    current = _dedupe(findings)
+
+    opened: list[Incident] = []
+    updated: list[Incident] = []
+    resolved: list[Incident] = []
+    for incident_id, finding in current.items():
+        before = latest.get(incident_id)
+        if before is None:
+            opened.append(_open(finding, generation=1, now=now))
+        elif before.is_open:
+            updated.append(_refresh(before, finding, now=now))
+        else:
+            opened.append(_open(finding, generation=before.generation + 1, now=now))
+    for incident_id, before in latest.items():
+        if incident_id in current or not before.is_open:
+            continue
+        if could_decide(before.model, before.check, before.entity):
+            resolved.append(resolve(before, at=now, reason=CLEARED))
+
+    def by_id(incident: Incident) -> str:
+        return incident.id
+
+    return IncidentChanges(
+        opened=tuple(sorted(opened, key=by_id)),
+        updated=tuple(sorted(updated, key=by_id)),
+        resolved=tuple(sorted(resolved, key=by_id)),
+    )
+
+
+def acknowledge(incident: Incident, *, by: str, at: datetime) -> Incident:
+    """Mark an open incident as acknowledged by ``by``.
+
+    Acknowledging an already acknowledged incident changes nothing: the first person who took
+    it stays on record.
+
+    Args:
+        incident: The incident to acknowledge (its latest generation).
+        by: Who is taking it (a user name or handle); must not be blank.
+        at: When.
+
+    Returns:
+        The acknowledged incident (a new object; ``incident`` is frozen).
+
+    Raises:
+        UsageError: The incident is resolved, or ``by`` is blank.
+    """
+    if not by.strip():
+        raise UsageError(f"acknowledging incident {incident.id} needs a name: who is taking it?")
+    if incident.state is IncidentState.RESOLVED:
+        raise UsageError(
+            f"incident {incident.id} is resolved ({incident.resolution or 'no reason given'}); "
+            "only open incidents can be acknowledged"
+        )
+    if incident.state is IncidentState.ACKNOWLEDGED:
+        return incident
+    return dataclasses.replace(
+        incident,
+        state=IncidentState.ACKNOWLEDGED,
+        acknowledged_at=at,
+        acknowledged_by=by.strip(),
+        updated_at=at,
+    )
+
+
+def resolve(incident: Incident, *, at: datetime, reason: str) -> Incident:
+    """Resolve an open or acknowledged incident.
+
+    If the risk is still there, the next scan opens a new generation of the incident.
+
+    Args:
+        incident: The incident to resolve (its latest generation).
+        at: When.
+        reason: Why, in a few words; recorded as the resolution and must not be blank.
+
+    Returns:
+        The resolved incident (a new object; ``incident`` is frozen).
+
+    Raises:
+        UsageError: The incident is already resolved, or ``reason`` is blank.
+    """
+    if not reason.strip():
+        raise UsageError(f"resolving incident {incident.id} needs a reason")
+    if incident.state is IncidentState.RESOLVED:
+        raise UsageError(
+            f"incident {incident.id} is already resolved "
+            f"({incident.resolution or 'no reason given'})"
+        )
+    return dataclasses.replace(
+        incident,
+        state=IncidentState.RESOLVED,
+        resolved_at=at,
+        resolution=reason.strip(),
+        updated_at=at,
+    )
+
+
+def _as_predicate(evaluated: Evaluated) -> Callable[[Urn, str, Urn], bool]:
+    if isinstance(evaluated, AbstractSet):
+        triples = evaluated
+        return lambda model, check, entity: (model, check, entity) in triples
+    return evaluated
+
+
+def _latest_by_id(incidents: Sequence[Incident]) -> dict[str, Incident]:
+    latest: dict[str, Incident] = {}
+    for incident in incidents:
+        known = latest.get(incident.id)
+        if known is None or incident.generation > known.generation:
+            latest[incident.id] = incident
+    return latest
+
+
+def _dedupe(findings: Sequence[Finding]) -> dict[str, Finding]:
+    kept: dict[str, Finding] = {}
+    for finding in findings:
+        known = kept.get(finding.id)
+        if known is None or finding.severity.rank > known.severity.rank:
+            kept[finding.id] = finding
+    return kept
+
+
+def _open(finding: Finding, *, generation: int, now: datetime) -> Incident:
+    return Incident(
+        id=finding.id,
+        generation=generation,
+        state=IncidentState.OPEN,
+        check=finding.check,
+        severity=finding.severity,
+        model=finding.model,
+        entity=finding.entity,
+        field=finding.field,
+        change=finding.change,
+        previous_field=finding.previous_field,
+        message=finding.message,
+        path=finding.path,
+        evidence=finding.evidence,
+        opened_at=now,
+        updated_at=now,
+    )
+
+
+def _refresh(incident: Incident, finding: Finding, *, now: datetime) -> Incident:
+    return dataclasses.replace(
+        incident,
+        severity=finding.severity,
+        change=finding.change,
+        previous_field=finding.previous_field,
+        message=finding.message,
+        path=finding.path,
+        evidence=finding.evidence,
+        updated_at=now,
+    )

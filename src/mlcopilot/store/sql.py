@@ -1,0 +1,745 @@
+"""The state store on SQLAlchemy: one implementation for SQLite and PostgreSQL.
+
+The URL chooses the engine: ``sqlite:///PATH`` or ``postgresql+psycopg://USER@HOST/DB``
+(``postgresql://`` and ``postgres://`` mean psycopg 3 too). To keep the tables in their own
+PostgreSQL schema, add ``?options=-csearch_path%3DNAME`` to the URL (the schema must exist).
+
+Opening a store brings its tables up to date with the Alembic migrations shipped in this
+package. Every failure to open or use the database becomes one :class:`~mlcopilot.errors.StoreError`
+line that names the URL, with any password hidden, and says how to fix it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    and_,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    IntegrityError,
+    NoSuchModuleError,
+    SQLAlchemyError,
+    StatementError,
+)
+
+from mlcopilot import incidents as lifecycle
+from mlcopilot.errors import StoreError, UsageError
+from mlcopilot.model import (
+    Baseline,
+    Incident,
+    IncidentChanges,
+    IncidentState,
+    Schema,
+    SchemaField,
+    Severity,
+    Urn,
+)
+from mlcopilot.store import schema as t
+
+if TYPE_CHECKING:
+    from mlcopilot.protocols import StateStore
+
+_TABLES: Final = frozenset({"baselines", "scan_runs", "incidents"})
+_MIGRATION_LOCK: Final = 0x6D6C_636F_7069_6C6F  # "mlcopilo": serialises migrations on Postgres
+_PG_CONNECT_TIMEOUT_S: Final = 10
+_WRITE: Final = "mlcopilot_write"
+
+
+class StoreConflict(StoreError):
+    """Another process changed the same incidents at the same time; nothing was written."""
+
+
+def default_state_url(home: Path) -> str:
+    """The SQLite state database in ``home`` (``<home>/state.db``), creating ``home`` if needed.
+
+    Args:
+        home: mlcopilot's home directory, e.g. ``~/.mlcopilot``.
+
+    Returns:
+        A ``sqlite:///`` URL with an absolute path.
+    """
+    home = home.expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    return URL.create("sqlite", database=str((home / "state.db").resolve())).render_as_string()
+
+
+def open_store(url: str) -> SqlStore:
+    """Open (creating or upgrading as needed) the state database at ``url``.
+
+    Args:
+        url: A SQLAlchemy URL: ``sqlite:///PATH`` or ``postgresql+psycopg://USER@HOST:PORT/DB``,
+            optionally with ``?options=-csearch_path%3DSCHEMA`` to use a PostgreSQL schema.
+
+    Returns:
+        The open store; close it with :meth:`SqlStore.close` (or use it in a ``with`` block).
+
+    Raises:
+        StoreError: The URL is not a usable database URL, the database cannot be reached, is not
+            an mlcopilot state database, or was written by a newer mlcopilot.
+    """
+    parsed = _parse(url)
+    shown = _shown(parsed)
+    engine: Engine | None = None
+    try:
+        engine = _create_engine(parsed)
+        _migrate(engine, shown)
+    except BaseException as exc:
+        if engine is not None:
+            engine.dispose()
+        if isinstance(exc, SQLAlchemyError | CommandError | OSError | ImportError):
+            raise StoreError(
+                f"cannot open state database {shown}: {_reason(exc, parsed)}; {_hint(exc, parsed)}"
+            ) from exc
+        raise
+    return SqlStore(engine, shown=shown)
+
+
+class SqlStore:
+    """Baselines, scan runs and incidents in a SQL database. Create it with :func:`open_store`.
+
+    Timestamps go in and come out timezone-aware (UTC on the way out); naive ones are refused
+    with ``ValueError``. Incidents are keyed by ``(id, generation)`` and the database itself
+    guarantees that at most one generation of an id is open or acknowledged.
+    """
+
+    def __init__(self, engine: Engine, *, shown: str) -> None:
+        self._engine = engine
+        self._shown = shown
+
+    @property
+    def url(self) -> str:
+        """The database URL with any password hidden, for messages."""
+        return self._shown
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- baselines
+
+    def baseline(self, model: Urn, dataset: Urn) -> Baseline | None:
+        """The stored baseline schema of ``dataset`` for ``model``, or None."""
+        query = select(t.baselines).where(
+            t.baselines.c.model == model, t.baselines.c.dataset == dataset
+        )
+        with self._read("reading a baseline") as conn:
+            row = conn.execute(query).first()
+        return None if row is None else _baseline_from(row)
+
+    def baselines(self, model: Urn) -> list[Baseline]:
+        """Every stored baseline of ``model``, sorted by dataset."""
+        query = (
+            select(t.baselines).where(t.baselines.c.model == model).order_by(t.baselines.c.dataset)
+        )
+        with self._read("reading baselines") as conn:
+            return [_baseline_from(row) for row in conn.execute(query)]
+
+    def save_baselines(self, baselines: Sequence[Baseline]) -> None:
+        """Insert or replace baselines, one per model and dataset (the last one given wins)."""
+        if not baselines:
+            return
+        with self._write("saving baselines") as conn:
+            _upsert_baselines(conn, baselines)
+
+    # --- incidents
+
+    def incidents(
+        self, *, model: Urn | None = None, include_resolved: bool = True
+    ) -> list[Incident]:
+        """The latest generation of every incident (optionally of one model), newest first.
+
+        Args:
+            model: Only this model's incidents.
+            include_resolved: False to leave out incidents whose latest generation is resolved.
+
+        Returns:
+            Incidents ordered by ``opened_at``, newest first, then by id.
+        """
+        i = t.incidents
+        latest = select(i.c.id, func.max(i.c.generation).label("generation")).group_by(i.c.id)
+        if model is not None:
+            latest = latest.where(i.c.model == model)
+        newest = latest.subquery("latest")
+        query = select(i).join(
+            newest, and_(i.c.id == newest.c.id, i.c.generation == newest.c.generation)
+        )
+        if not include_resolved:
+            query = query.where(i.c.state != IncidentState.RESOLVED.value)
+        query = query.order_by(i.c.opened_at.desc(), i.c.id)
+        with self._read("reading incidents") as conn:
+            return [_incident_from(row) for row in conn.execute(query)]
+
+    def get(self, incident_id: str) -> Incident | None:
+        """The latest generation of one incident, or None when the id is unknown."""
+        with self._read("reading an incident") as conn:
+            return _latest(conn, incident_id)
+
+    def record_scan(
+        self,
+        changes: IncidentChanges,
+        *,
+        started_at: datetime,
+        now: datetime,
+        catalog: str,
+        models: Sequence[Urn],
+        findings: int,
+        finished_at: datetime | None = None,
+        baselines: Sequence[Baseline] = (),
+    ) -> int:
+        """Store a scan run and its incident changes in one transaction: all or nothing.
+
+        ``opened`` incidents are inserted. ``updated`` ones get their severity, message, change,
+        path, evidence and ``updated_at`` refreshed but keep their stored state, so an
+        acknowledgement made while the scan ran is not lost. ``resolved`` ones are resolved.
+
+        Args:
+            changes: What :func:`mlcopilot.incidents.reconcile` decided.
+            started_at: When the scan started.
+            now: The scan's notion of now (what staleness was measured against).
+            catalog: The catalog's label; a password in it is hidden before it is stored.
+            models: The models scanned.
+            findings: How many findings the scan produced.
+            finished_at: When the scan finished; defaults to the current time.
+            baselines: Baselines to save in the same transaction (see :meth:`save_baselines`).
+
+        Returns:
+            The id of the stored scan run (increasing).
+
+        Raises:
+            StoreConflict: Another process opened, resolved or removed one of these incidents
+                since they were read; nothing from this scan was written. Run the scan again.
+            StoreError: The database failed.
+        """
+        finished = finished_at if finished_at is not None else datetime.now(UTC)
+        for name, value in (("started_at", started_at), ("now", now), ("finished_at", finished)):
+            _require_aware(name, value)
+        run = {
+            "started_at": started_at,
+            "finished_at": finished,
+            "now": now,
+            "catalog": _redact_text(catalog),
+            "models": list(models),
+            "findings": findings,
+            "opened": len(changes.opened),
+            "updated": len(changes.updated),
+            "resolved": len(changes.resolved),
+        }
+        i = t.incidents
+        with self._write("recording the scan") as conn:
+            _upsert_baselines(conn, baselines)
+            key = conn.execute(insert(t.scan_runs), run).inserted_primary_key
+            assert key is not None  # both engines report autoincrement keys
+            run_id = int(key[0])
+            if changes.opened:
+                try:
+                    conn.execute(insert(i), [_incident_row(inc, run_id) for inc in changes.opened])
+                except IntegrityError as exc:
+                    ids = ", ".join(sorted({inc.id for inc in changes.opened}))
+                    raise self._conflict(
+                        f"opening incidents ({_shorten(ids)}) clashed with incidents already stored"
+                    ) from exc
+            for inc in changes.updated:
+                values = {
+                    "severity": inc.severity.value,
+                    "change": inc.change,
+                    "previous_field": inc.previous_field,
+                    "message": inc.message,
+                    "path": list(inc.path),
+                    "evidence": _jsonable(inc.evidence),
+                    "updated_at": inc.updated_at,
+                    "last_run_id": run_id,
+                }
+                self._update_open(conn, inc, values, "updated")
+            for inc in changes.resolved:
+                values = {
+                    "state": IncidentState.RESOLVED.value,
+                    "resolved_at": inc.resolved_at or now,
+                    "resolution": inc.resolution or lifecycle.CLEARED,
+                    "updated_at": inc.updated_at,
+                    "last_run_id": run_id,
+                }
+                self._update_open(conn, inc, values, "resolved")
+        return run_id
+
+    def acknowledge(self, incident_id: str, *, by: str, at: datetime) -> Incident:
+        """Mark an open incident acknowledged (a no-op when it already is).
+
+        Raises:
+            UsageError: No incident has this id, it is resolved, or ``by`` is blank.
+        """
+        _require_aware("at", at)
+        with self._write("acknowledging the incident") as conn:
+            current = self._must_get(conn, incident_id)
+            done = lifecycle.acknowledge(current, by=by, at=at)
+            if done is not current:
+                self._set(conn, current, done)
+        return done
+
+    def resolve(self, incident_id: str, *, at: datetime, reason: str) -> Incident:
+        """Resolve an incident by hand; if its risk is still there, the next scan reopens it.
+
+        Raises:
+            UsageError: No incident has this id, it is already resolved, or ``reason`` is blank.
+        """
+        _require_aware("at", at)
+        with self._write("resolving the incident") as conn:
+            current = self._must_get(conn, incident_id)
+            done = lifecycle.resolve(current, at=at, reason=reason)
+            self._set(conn, current, done)
+        return done
+
+    def close(self) -> None:
+        """Release connections."""
+        self._engine.dispose()
+
+    # --- internals
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[Connection]:
+        with self._errors(action), self._engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Connection]:
+        with self._errors(action), self._engine.connect() as conn:
+            conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except StatementError as exc:
+            if isinstance(exc.orig, ValueError | TypeError):  # our bug, not the database's
+                raise exc.orig from exc
+            raise self._failed(action, exc) from exc
+        except SQLAlchemyError as exc:
+            raise self._failed(action, exc) from exc
+
+    def _failed(self, action: str, exc: SQLAlchemyError) -> StoreError:
+        why = _reason(exc, None)
+        if "locked" in why:
+            why += "; another process is writing to it: try again"
+        return StoreError(f"state database {self._shown}: {action} failed: {why}")
+
+    def _conflict(self, what: str) -> StoreConflict:
+        return StoreConflict(
+            f"state database {self._shown}: {what}; another scan or user changed the same "
+            "incidents at the same time, so nothing from this scan was saved: run it again"
+        )
+
+    def _must_get(self, conn: Connection, incident_id: str) -> Incident:
+        current = _latest(conn, incident_id, for_update=True)
+        if current is None:
+            raise UsageError(f"no incident {incident_id} — see `mlcopilot incidents list`")
+        return current
+
+    def _update_open(
+        self, conn: Connection, inc: Incident, values: Mapping[str, Any], what: str
+    ) -> None:
+        i = t.incidents
+        result = conn.execute(
+            update(i)
+            .where(
+                i.c.id == inc.id,
+                i.c.generation == inc.generation,
+                i.c.state != IncidentState.RESOLVED.value,
+            )
+            .values(**values)
+        )
+        if result.rowcount != 1:
+            raise self._conflict(
+                f"incident {inc.id} (generation {inc.generation}) to be {what} is no longer open"
+            )
+
+    def _set(self, conn: Connection, before: Incident, after: Incident) -> None:
+        i = t.incidents
+        result = conn.execute(
+            update(i)
+            .where(
+                i.c.id == before.id,
+                i.c.generation == before.generation,
+                i.c.state == before.state.value,
+            )
+            .values(
+                state=after.state.value,
+                updated_at=after.updated_at,
+                acknowledged_at=after.acknowledged_at,
+                acknowledged_by=after.acknowledged_by,
+                resolved_at=after.resolved_at,
+                resolution=after.resolution,
+            )
+        )
+        if result.rowcount != 1:  # pragma: no cover - the row is locked since it was read
+            raise StoreConflict(
+                f"state database {self._shown}: incident {before.id} changed while it was being "
+                "updated; nothing was saved: try again"
+            )
+
+
+# --- opening and migrating
+
+
+def _parse(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(
+            f"state database URL {_redact_text(url)!r} is not a database URL; use "
+            "sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DATABASE"
+        ) from exc
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend in ("postgres", "postgresql") and driver in ("", "psycopg"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def _shown(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+def _create_engine(url: URL) -> Engine:
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        engine = create_engine(url)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    if backend == "postgresql":
+        connect_args: dict[str, Any] = {}
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = _PG_CONNECT_TIMEOUT_S
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    raise StoreError(
+        f"state database {_shown(url)}: {backend} is not supported; use sqlite:///PATH or "
+        "postgresql+psycopg://USER@HOST:PORT/DATABASE"
+    )
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would otherwise start
+    # transactions lazily and run DDL outside them), and enforce foreign keys.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    # Writers take the write lock up front, so two writers queue instead of deadlocking.
+    immediate = conn.get_execution_options().get(_WRITE, False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+@dataclass(frozen=True, slots=True)
+class _Revisions:
+    heads: frozenset[str]
+    known: frozenset[str]
+
+
+def _migrate(engine: Engine, shown: str) -> None:
+    with resources.as_file(resources.files("mlcopilot.store") / "migrations") as location:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(location).replace("%", "%%"))
+        cfg.set_main_option("path_separator", "os")
+        script = ScriptDirectory.from_config(cfg)
+        revisions = _Revisions(
+            heads=frozenset(script.get_heads()),
+            known=frozenset(rev.revision for rev in script.walk_revisions()),
+        )
+        with engine.connect() as conn:
+            if _current(conn, revisions, shown) == revisions.heads:
+                return  # up to date: opening changes nothing and takes no write lock
+        with engine.connect() as conn:
+            conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    conn.execute(select(func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
+                current = _current(conn, revisions, shown)
+                if current == revisions.heads:
+                    return  # another process migrated while we waited
+                if not current:
+                    _refuse_foreign(conn, shown)
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+
+
+def _current(conn: Connection, revisions: _Revisions, shown: str) -> frozenset[str]:
+    current = frozenset(MigrationContext.configure(conn).get_current_heads())
+    unknown = sorted(current - revisions.known)
+    if unknown:
+        raise StoreError(
+            f"state database {shown} was written by a newer mlcopilot (schema revision "
+            f"{', '.join(unknown)} is unknown to this version); upgrade mlcopilot, or use "
+            "another state database"
+        )
+    return current
+
+
+def _refuse_foreign(conn: Connection, shown: str) -> None:
+    tables = set(inspect(conn).get_table_names())
+    # A SQLite file is ours alone; in a PostgreSQL schema only our own table names matter.
+    clash = tables if conn.dialect.name == "sqlite" else tables & _TABLES
+    if clash:
+        raise StoreError(
+            f"state database {shown} already holds tables that are not mlcopilot's "
+            f"({', '.join(sorted(clash)[:5])}); point mlcopilot at a new database file or "
+            "schema"
+        )
+
+
+def _reason(exc: BaseException, url: URL | None) -> str:
+    """The first line of what went wrong, from the driver when there is one, secrets hidden."""
+    cause: BaseException = exc
+    if isinstance(exc, StatementError) and exc.orig is not None:
+        cause = exc.orig
+    text = str(cause)
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = line or type(cause).__name__
+    if url is not None and url.password:
+        line = line.replace(str(url.password), "***")
+    return _redact_text(line)
+
+
+def _hint(exc: BaseException, url: URL) -> str:
+    reason = _reason(exc, url).lower()
+    if isinstance(exc, NoSuchModuleError | ImportError):
+        return "install the driver: pip install 'ml-incident-copilot[postgres]'"
+    if url.get_backend_name() == "sqlite":
+        if "not a database" in reason or "encrypted" in reason or "malformed" in reason:
+            return "it is not a SQLite database: move it away or use another state file"
+        if "unable to open" in reason:
+            return "check that the directory exists and is writable"
+        if "locked" in reason:
+            return "another mlcopilot process is using it: try again"
+        return "check the path, or move the file away to start afresh"
+    return (
+        "check that PostgreSQL is running there and that the host, port, user, password and "
+        "database in the URL are right"
+    )
+
+
+# --- secrets
+
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<secret>[^@/\s]+)@")
+
+
+def _redact_text(text: str) -> str:
+    """``text`` with the password of any ``scheme://user:password@`` URL in it hidden."""
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+
+
+# --- rows <-> domain types
+
+
+def _require_aware(name: str, value: datetime) -> None:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name}={value.isoformat()} is naive; the store needs aware datetimes")
+
+
+def _jsonable(value: object) -> Any:
+    """``value`` as plain JSON data: mappings, lists, strings, finite numbers, bools, None.
+
+    Tuples become lists, sets sorted lists, datetimes ISO strings, enums their values, and
+    anything else (including NaN and infinities) its ``str``; mapping keys become strings.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Enum):
+        return _jsonable(value.value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def _schema_json(schema: Schema) -> dict[str, Any]:
+    return {
+        "fields": [
+            {
+                "path": f.path,
+                "type": f.type,
+                "native_type": f.native_type,
+                "description": f.description,
+                "position": f.position,
+                "tags": sorted(f.tags),
+                "terms": sorted(f.terms),
+            }
+            for f in schema.fields
+        ]
+    }
+
+
+def _schema_from(data: Mapping[str, Any]) -> Schema:
+    return Schema(
+        fields=tuple(
+            SchemaField(
+                path=f["path"],
+                type=f["type"],
+                native_type=f.get("native_type", ""),
+                description=f.get("description", ""),
+                position=f.get("position", 0),
+                tags=frozenset(f.get("tags", ())),
+                terms=frozenset(f.get("terms", ())),
+            )
+            for f in data["fields"]
+        )
+    )
+
+
+def _baseline_row(b: Baseline) -> dict[str, Any]:
+    _require_aware("captured_at", b.captured_at)
+    return {
+        "model": b.model,
+        "dataset": b.dataset,
+        "schema": _schema_json(b.schema),
+        "source": b.source,
+        "captured_at": b.captured_at,
+    }
+
+
+def _baseline_from(row: Row[Any]) -> Baseline:
+    m = row._mapping
+    return Baseline(
+        model=m["model"],
+        dataset=m["dataset"],
+        schema=_schema_from(m["schema"]),
+        source=m["source"],
+        captured_at=m["captured_at"],
+    )
+
+
+def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:
+    for name in ("opened_at", "updated_at", "resolved_at", "acknowledged_at"):
+        value = getattr(inc, name)
+        if value is not None:
+            _require_aware(name, value)
+    return {
+        "id": inc.id,
+        "generation": inc.generation,
+        "state": inc.state.value,
+        "check_name": inc.check,
+        "severity": inc.severity.value,
+        "model": inc.model,
+        "entity": inc.entity,
+        "field": inc.field,
+        "change": inc.change,
+        "previous_field": inc.previous_field,
+        "message": inc.message,
+        "path": list(inc.path),
+        "evidence": _jsonable(inc.evidence),
+        "opened_at": inc.opened_at,
+        "updated_at": inc.updated_at,
+        "resolved_at": inc.resolved_at,
+        "acknowledged_at": inc.acknowledged_at,
+        "acknowledged_by": inc.acknowledged_by,
+        "resolution": inc.resolution,
+        "last_run_id": run_id,
+    }
+
+
+def _incident_from(row: Row[Any]) -> Incident:
+    m = row._mapping
+    return Incident(
+        id=m["id"],
+        generation=m["generation"],
+        state=IncidentState(m["state"]),
+        check=m["check_name"],
+        severity=Severity(m["severity"]),
+        model=m["model"],
+        entity=m["entity"],
+        field=m["field"],
+        change=m["change"],
+        previous_field=m["previous_field"],
+        message=m["message"],
+        path=tuple(m["path"]),
+        evidence=dict(m["evidence"]),
+        opened_at=m["opened_at"],
+        updated_at=m["updated_at"],
+        resolved_at=m["resolved_at"],
+        acknowledged_at=m["acknowledged_at"],
+        acknowledged_by=m["acknowledged_by"],
+        resolution=m["resolution"],
+    )
+
+
+def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
+    rows = {(b.model, b.dataset): _baseline_row(b) for b in baselines}
+    if not rows:
+        return
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(t.baselines)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[t.baselines.c.model, t.baselines.c.dataset],
+        set_={
+            "schema": stmt.excluded.schema,
+            "source": stmt.excluded.source,
+            "captured_at": stmt.excluded.captured_at,
+        },
+    )
+    conn.execute(stmt, list(rows.values()))
+
+
+def _latest(conn: Connection, incident_id: str, *, for_update: bool = False) -> Incident | None:
+    i = t.incidents
+    query = select(i).where(i.c.id == incident_id).order_by(i.c.generation.desc()).limit(1)
+    if for_update and conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    row = conn.execute(query).first()
+    return None if row is None else _incident_from(row)
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+if TYPE_CHECKING:
+
+    def _is_a_state_store(store: SqlStore) -> StateStore:
+        return store

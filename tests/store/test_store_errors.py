@@ -1,0 +1,129 @@
+"""Opening a database that cannot be used: one line naming the URL (no password) and a fix."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from mlcopilot.errors import StoreError
+from mlcopilot.model import Baseline, Schema
+from mlcopilot.store import default_state_url, open_store
+
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
+
+
+def _refused(url: str) -> str:
+    with pytest.raises(StoreError) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "Traceback" not in message
+    return message
+
+
+def test_default_state_url_is_a_sqlite_file_in_home_and_creates_home(tmp_path: Path) -> None:
+    home = tmp_path / "deep" / ".mlcopilot"
+    url = default_state_url(home)
+    assert home.is_dir()
+    assert url == f"sqlite:///{home / 'state.db'}"
+    with open_store(url) as store:
+        assert store.incidents() == []
+    assert (home / "state.db").is_file()
+
+
+def test_a_file_that_is_not_a_sqlite_database(tmp_path: Path) -> None:
+    bogus = tmp_path / "state.db"
+    bogus.write_bytes(b"this is not SQLite at all\n" * 200)
+    message = _refused(f"sqlite:///{bogus}")
+    assert str(bogus) in message
+    assert "not a SQLite database" in message
+    assert "move it away" in message
+    assert bogus.read_bytes().startswith(b"this is not SQLite")  # left alone
+
+
+def test_a_sqlite_database_of_someone_else_is_left_alone(tmp_path: Path) -> None:
+    foreign = tmp_path / "catalog.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE metadata_aspect (urn TEXT)")
+    message = _refused(f"sqlite:///{foreign}")
+    assert "not mlcopilot's (metadata_aspect)" in message
+    with sqlite3.connect(foreign) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert names == {"metadata_aspect"}
+
+
+def test_a_missing_directory(tmp_path: Path) -> None:
+    message = _refused(f"sqlite:///{tmp_path / 'nope' / 'state.db'}")
+    assert "directory exists" in message
+
+
+def test_an_empty_existing_file_becomes_a_store(tmp_path: Path) -> None:
+    empty = tmp_path / "state.db"
+    empty.touch()
+    with open_store(f"sqlite:///{empty}") as store:
+        assert store.incidents() == []
+
+
+def test_reopening_needs_no_write_lock(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    open_store(url).close()
+    writer = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # another process is in the middle of a write
+        with open_store(url) as store:
+            assert store.incidents() == []
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_an_unreachable_postgres_hides_the_password() -> None:
+    message = _refused("postgresql+psycopg://scanner:s3cr3t-pw@127.0.0.1:1/state")
+    assert "s3cr3t-pw" not in message
+    assert "postgresql+psycopg://scanner:***@127.0.0.1:1/state" in message
+    assert "check that PostgreSQL is running" in message
+
+
+@pytest.mark.parametrize("scheme", ["postgres", "postgresql"])
+def test_plain_postgres_urls_mean_psycopg_3(scheme: str) -> None:
+    message = _refused(f"{scheme}://scanner:pw@127.0.0.1:1/state")
+    assert "postgresql+psycopg://scanner:***@127.0.0.1:1/state" in message
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("mysql://root:topsecret@db/state", "mysql is not supported"),
+        ("not a url", "is not a database URL"),
+        ("https://user:topsecret@example.com/x", "is not supported"),
+    ],
+)
+def test_urls_that_are_not_supported(url: str, expected: str) -> None:
+    message = _refused(url)
+    assert expected in message
+    assert "topsecret" not in message
+
+
+def test_a_write_while_another_process_writes_fails_in_one_line(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}?timeout=0.2"
+    writer = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    with open_store(url) as store:
+        try:
+            writer.execute("BEGIN IMMEDIATE")
+            with pytest.raises(StoreError) as caught:
+                store.save_baselines(
+                    [Baseline("urn:li:mlModel:m", "urn:li:dataset:d", Schema(()), "first_scan", T0)]
+                )
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        message = str(caught.value)
+        assert "\n" not in message
+        assert message.endswith(
+            "saving baselines failed: database is locked; "
+            "another process is writing to it: try again"
+        )
+        assert store.baselines("urn:li:mlModel:m") == []

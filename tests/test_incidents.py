@@ -1,0 +1,368 @@
+"""The incident lifecycle: reconcile's rules, case by case, and the hand-made transitions."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mlcopilot.errors import UsageError
+from mlcopilot.incidents import CLEARED, Evaluated, acknowledge, reconcile, resolve
+from mlcopilot.model import Finding, Incident, IncidentChanges, IncidentState, Severity
+
+MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
+DS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
+DS2 = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.orders,PROD)"
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+NOW = T0 + timedelta(days=1)
+
+OPEN, ACK, RESOLVED = IncidentState.OPEN, IncidentState.ACKNOWLEDGED, IncidentState.RESOLVED
+
+
+def finding(
+    field: str | None = "email",
+    *,
+    entity: str = DS,
+    check: str = "pii_exposure",
+    severity: Severity = Severity.HIGH,
+    message: str = "PII column email feeds the model",
+) -> Finding:
+    return Finding(
+        check=check,  # type: ignore[arg-type]
+        severity=severity,
+        model=MODEL,
+        entity=entity,
+        field=field,
+        message=message,
+        path=(MODEL, entity),
+        evidence={"tags": ["urn:li:tag:pii"]},
+    )
+
+
+def stored(f: Finding, state: IncidentState = OPEN, generation: int = 1) -> Incident:
+    """An incident as the store would hand it back, opened at T0."""
+    return Incident(
+        id=f.id,
+        generation=generation,
+        state=state,
+        check=f.check,
+        severity=f.severity,
+        model=f.model,
+        entity=f.entity,
+        field=f.field,
+        change=f.change,
+        previous_field=f.previous_field,
+        message=f.message,
+        path=f.path,
+        evidence=f.evidence,
+        opened_at=T0,
+        updated_at=T0,
+        resolved_at=T0 if state is RESOLVED else None,
+        acknowledged_at=T0 if state is ACK else None,
+        acknowledged_by="ana" if state is ACK else None,
+        resolution="fixed upstream" if state is RESOLVED else None,
+    )
+
+
+def everything(_model: str, _check: str, _entity: str) -> bool:
+    return True
+
+
+def nothing(_model: str, _check: str, _entity: str) -> bool:
+    return False
+
+
+F = finding()
+LOUDER = dataclasses.replace(F, severity=Severity.CRITICAL, message="now in 3 features")
+
+Outcome = tuple[str, int, IncidentState]  # id, generation, state
+
+
+@dataclass(frozen=True)
+class Case:
+    previous: tuple[Incident, ...]
+    findings: tuple[Finding, ...]
+    evaluated: Evaluated
+    opened: tuple[Outcome, ...] = ()
+    updated: tuple[Outcome, ...] = ()
+    resolved: tuple[Outcome, ...] = ()
+
+
+CASES = {
+    "new finding opens generation 1": Case(
+        previous=(),
+        findings=(F,),
+        evaluated=everything,
+        opened=((F.id, 1, OPEN),),
+    ),
+    "still there is refreshed, not reopened": Case(
+        previous=(stored(F),),
+        findings=(LOUDER,),
+        evaluated=everything,
+        updated=((F.id, 1, OPEN),),
+    ),
+    "acknowledged stays acknowledged": Case(
+        previous=(stored(F, ACK),),
+        findings=(F,),
+        evaluated=everything,
+        updated=((F.id, 1, ACK),),
+    ),
+    "gone and evaluated is resolved": Case(
+        previous=(stored(F),),
+        findings=(),
+        evaluated=everything,
+        resolved=((F.id, 1, RESOLVED),),
+    ),
+    "gone and acknowledged and evaluated is resolved": Case(
+        previous=(stored(F, ACK),),
+        findings=(),
+        evaluated=everything,
+        resolved=((F.id, 1, RESOLVED),),
+    ),
+    "gone but not evaluated is untouched": Case(
+        previous=(stored(F),),
+        findings=(),
+        evaluated=nothing,
+    ),
+    "gone, only another check evaluated there, is untouched": Case(
+        previous=(stored(F),),
+        findings=(),
+        evaluated=frozenset({(MODEL, "schema_drift", DS)}),
+    ),
+    "gone, same check evaluated on another entity, is untouched": Case(
+        previous=(stored(F),),
+        findings=(),
+        evaluated=frozenset({(MODEL, "pii_exposure", DS2)}),
+    ),
+    "gone and evaluated, as a set, is resolved": Case(
+        previous=(stored(F),),
+        findings=(),
+        evaluated=frozenset({(MODEL, "pii_exposure", DS)}),
+        resolved=((F.id, 1, RESOLVED),),
+    ),
+    "resolved and back is a new generation": Case(
+        previous=(stored(F, RESOLVED, generation=2),),
+        findings=(F,),
+        evaluated=everything,
+        opened=((F.id, 3, OPEN),),
+    ),
+    "resolved and still gone stays as it is": Case(
+        previous=(stored(F, RESOLVED),),
+        findings=(),
+        evaluated=everything,
+    ),
+    "older generations in previous do not count": Case(
+        previous=(stored(F, OPEN, generation=2), stored(F, RESOLVED, generation=1)),
+        findings=(F,),
+        evaluated=everything,
+        updated=((F.id, 2, OPEN),),
+    ),
+    "the same risk found twice is one incident": Case(
+        previous=(),
+        findings=(F, LOUDER, F),
+        evaluated=everything,
+        opened=((F.id, 1, OPEN),),
+    ),
+}
+
+
+def _outcomes(incidents: tuple[Incident, ...]) -> tuple[Outcome, ...]:
+    return tuple((i.id, i.generation, i.state) for i in incidents)
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_reconcile(case: Case) -> None:
+    changes = reconcile(case.previous, case.findings, evaluated=case.evaluated, now=NOW)
+    assert _outcomes(changes.opened) == case.opened
+    assert _outcomes(changes.updated) == case.updated
+    assert _outcomes(changes.resolved) == case.resolved
+    for incident in changes.opened + changes.updated + changes.resolved:
+        assert incident.updated_at == NOW
+
+
+def test_opened_incident_carries_the_finding() -> None:
+    f = dataclasses.replace(
+        finding("zip", check="schema_drift"), change="renamed", previous_field="postcode"
+    )
+    (opened,) = reconcile([], [f], evaluated=everything, now=NOW).opened
+    assert opened == Incident(
+        id=f.id,
+        generation=1,
+        state=OPEN,
+        check="schema_drift",
+        severity=f.severity,
+        model=MODEL,
+        entity=DS,
+        field="zip",
+        change="renamed",
+        previous_field="postcode",
+        message=f.message,
+        path=f.path,
+        evidence=f.evidence,
+        opened_at=NOW,
+        updated_at=NOW,
+    )
+
+
+def test_refresh_takes_the_new_text_and_keeps_history() -> None:
+    before = stored(F, ACK)
+    (after,) = reconcile([before], [LOUDER], evaluated=everything, now=NOW).updated
+    assert (after.severity, after.message) == (Severity.CRITICAL, "now in 3 features")
+    assert (after.opened_at, after.updated_at) == (T0, NOW)
+    assert (after.acknowledged_by, after.acknowledged_at) == ("ana", T0)
+
+
+def test_recurrence_starts_clean() -> None:
+    (again,) = reconcile([stored(F, RESOLVED)], [F], evaluated=everything, now=NOW).opened
+    assert (again.opened_at, again.resolved_at, again.resolution) == (NOW, None, None)
+    assert (again.acknowledged_at, again.acknowledged_by) == (None, None)
+
+
+def test_cleared_resolution() -> None:
+    (gone,) = reconcile([stored(F)], [], evaluated=everything, now=NOW).resolved
+    assert (gone.resolved_at, gone.resolution) == (NOW, CLEARED)
+    assert CLEARED == "cleared: no longer found"
+
+
+def test_most_severe_duplicate_wins() -> None:
+    (opened,) = reconcile([], [F, LOUDER], evaluated=everything, now=NOW).opened
+    assert opened.severity is Severity.CRITICAL
+
+
+def test_id_is_stable_whatever_the_text_says() -> None:
+    reworded = dataclasses.replace(
+        F,
+        message="completely different words",
+        severity=Severity.LOW,
+        path=(MODEL, DS2, DS),
+        evidence={"other": 1},
+    )
+    assert reworded.id == F.id
+    assert finding("phone").id != F.id
+    assert finding(entity=DS2).id != F.id
+    assert finding(check="stale_source").id != F.id
+    assert finding(None).id != F.id
+    changes = reconcile([stored(F)], [reworded], evaluated=everything, now=NOW)
+    assert _outcomes(changes.updated) == ((F.id, 1, OPEN),)
+    assert changes.opened == changes.resolved == ()
+
+
+def test_results_are_sorted_by_id() -> None:
+    fields = [f"col{n}" for n in range(12)]
+    old = [finding(f"old{n}") for n in range(6)]
+    kept = [finding(f"kept{n}") for n in range(6)]
+    changes = reconcile(
+        [stored(f) for f in old + kept],
+        [finding(f) for f in reversed(fields)] + list(reversed(kept)),
+        evaluated=everything,
+        now=NOW,
+    )
+    for group in (changes.opened, changes.updated, changes.resolved):
+        assert len(group) > 1
+        assert [i.id for i in group] == sorted(i.id for i in group)
+
+
+# --- hand-made transitions
+
+
+def test_acknowledge() -> None:
+    at = NOW
+    acked = acknowledge(stored(F), by="  bob ", at=at)
+    assert (acked.state, acked.acknowledged_by, acked.acknowledged_at, acked.updated_at) == (
+        ACK,
+        "bob",
+        at,
+        at,
+    )
+    assert acknowledge(acked, by="carol", at=at + timedelta(hours=1)) is acked
+
+
+def test_acknowledging_a_resolved_incident_is_a_usage_error() -> None:
+    with pytest.raises(UsageError) as caught:
+        acknowledge(stored(F, RESOLVED), by="bob", at=NOW)
+    assert str(caught.value) == (
+        f"incident {F.id} is resolved (fixed upstream); only open incidents can be acknowledged"
+    )
+
+
+def test_acknowledging_needs_a_name() -> None:
+    with pytest.raises(UsageError, match="needs a name"):
+        acknowledge(stored(F), by="  ", at=NOW)
+
+
+@pytest.mark.parametrize("state", [OPEN, ACK])
+def test_resolve(state: IncidentState) -> None:
+    before = stored(F, state)
+    done = resolve(before, at=NOW, reason=" moved to the v2 table ")
+    assert (done.state, done.resolved_at, done.resolution, done.updated_at) == (
+        RESOLVED,
+        NOW,
+        "moved to the v2 table",
+        NOW,
+    )
+    assert before.state is state  # frozen; a new object came back
+    assert done.acknowledged_by == before.acknowledged_by
+
+
+def test_resolving_twice_or_without_reason_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="already resolved"):
+        resolve(stored(F, RESOLVED), at=NOW, reason="again")
+    with pytest.raises(UsageError, match="needs a reason"):
+        resolve(stored(F), at=NOW, reason="")
+
+
+# --- properties
+
+
+FIELDS = st.sampled_from(["a", "b", "c", "d"])
+STATES = st.sampled_from([OPEN, ACK, RESOLVED])
+
+
+@given(
+    previous=st.dictionaries(FIELDS, st.tuples(STATES, st.integers(1, 4))),
+    found=st.sets(FIELDS),
+    decided=st.sets(st.sampled_from([DS, DS2])),
+)
+def test_reconcile_invariants(
+    previous: dict[str, tuple[IncidentState, int]], found: set[str], decided: set[str]
+) -> None:
+    before = [
+        stored(finding(f, entity=DS if f < "c" else DS2), state, gen)
+        for f, (state, gen) in previous.items()
+    ]
+    findings = [finding(f, entity=DS if f < "c" else DS2) for f in found]
+    could: Callable[[str, str, str], bool] = lambda _m, _c, entity: entity in decided  # noqa: E731
+    changes = reconcile(before, findings, evaluated=could, now=NOW)
+    _check_invariants(before, findings, decided, changes)
+
+
+def _check_invariants(
+    before: list[Incident], findings: list[Finding], decided: set[str], changes: IncidentChanges
+) -> None:
+    by_id = {i.id: i for i in before}
+    found = {f.id for f in findings}
+    opened = {i.id: i for i in changes.opened}
+    updated = {i.id for i in changes.updated}
+    resolved = {i.id for i in changes.resolved}
+    # every finding is either new, a recurrence, or refreshed: exactly once
+    assert set(opened) | updated == found
+    assert not set(opened) & updated
+    # what is resolved was open, is no longer found, and the scan could decide there
+    for incident_id in resolved:
+        assert by_id[incident_id].is_open
+        assert incident_id not in found
+        assert by_id[incident_id].entity in decided
+    # an open incident the scan could not decide about is never touched
+    for incident in before:
+        if incident.is_open and incident.entity not in decided and incident.id not in found:
+            assert incident.id not in resolved
+    # generations only ever go up by one, and only after a resolution
+    for incident_id, incident in opened.items():
+        prior = by_id.get(incident_id)
+        assert incident.generation == (1 if prior is None else prior.generation + 1)
+        assert prior is None or not prior.is_open
