@@ -22,8 +22,8 @@ demo: $(VENV)/.installed
 	$(BIN)/mlcopilot demo
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-dev

@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as _field
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
 Urn = str
 """A DataHub URN, e.g. ``urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)``."""
+
+
+def short_name(urn: Urn) -> str:
+    """A readable name from an urn: the dataset, model or feature name, not the whole tuple."""
+    if urn.endswith(")") and "(" in urn:
+        parts = urn[urn.index("(") + 1 : -1].split(",")
+        return parts[-2] if len(parts) >= 3 else parts[-1]
+    return urn.rsplit(":", 1)[-1]
+
 
 CheckName = Literal["schema_drift", "pii_exposure", "stale_source", "deprecated_source"]
 ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
@@ -119,8 +129,8 @@ class Node:
     schema: Schema | None = None
     tags: frozenset[Urn] = frozenset()
     terms: frozenset[Urn] = frozenset()
-    structured_properties: Mapping[str, tuple[str | float, ...]] = field(default_factory=dict)
-    custom_properties: Mapping[str, str] = field(default_factory=dict)
+    structured_properties: Mapping[str, tuple[str | float, ...]] = _field(default_factory=dict)
+    custom_properties: Mapping[str, str] = _field(default_factory=dict)
     deprecation: Deprecation | None = None
     removed: bool = False
     last_updated: datetime | None = None
@@ -142,6 +152,7 @@ EdgeKind = Literal[
     "training_job",  # mlModelProperties.trainingJobs
     "job_input",  # dataJobInputOutput inputs / dataProcessInstanceInput
     "dataset_upstream",  # upstreamLineage.upstreams
+    "produced_by",  # dataJobInputOutput outputs / dataProcessInstanceOutput (incoming Produces)
 ]
 
 
@@ -194,7 +205,7 @@ class Finding:
     path: tuple[Urn, ...]
     change: ChangeKind | None = None
     previous_field: str | None = None
-    evidence: Mapping[str, object] = field(default_factory=dict)
+    evidence: Mapping[str, object] = _field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -285,20 +296,22 @@ class ModelReport:
 class ColumnUsage:
     """Which columns of one upstream node feed the model, as far as lineage can prove.
 
-    ``whole`` means the entity as a whole is consumed (training data, a dataset-level edge we
-    cannot narrow), so every column feeds. Otherwise ``columns`` feed for certain, and when
-    ``complete`` is True column-level lineage proves that no other column does.
+    ``whole`` means the entity as a whole is consumed (e.g. it is the model's training data), so
+    every column feeds. ``columns`` feed for certain; ``unused`` are proven not to feed by
+    column-level lineage; when ``complete`` is True no column outside ``columns`` feeds.
+    Anything else is unknown.
     """
 
     whole: bool = False
     columns: frozenset[str] = frozenset()
+    unused: frozenset[str] = frozenset()
     complete: bool = False
 
     def feeds(self, column: str) -> bool | None:
         """True if ``column`` feeds the model, False if lineage proves it does not, else None."""
         if self.whole or column in self.columns:
             return True
-        if self.complete:
+        if self.complete or column in self.unused:
             return False
         return None
 

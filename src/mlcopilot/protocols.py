@@ -54,8 +54,11 @@ class Catalog(Protocol):
         ...
 
     def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
-        """Every edge one hop upstream of each of ``urns``, including the ML hops that DataHub's
-        own lineage index misses (training data, feature tables, training-run inputs)."""
+        """Every edge one hop upstream of each of ``urns``.
+
+        That includes the ML hops that DataHub's own lineage index misses: training data,
+        feature tables, training-run inputs.
+        """
         ...
 
     def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
@@ -134,6 +137,10 @@ class StateStore(Protocol):
         """The stored baseline schema of ``dataset`` for ``model``."""
         ...
 
+    def baselines(self, model: Urn) -> list[Baseline]:
+        """Every stored baseline of ``model``, sorted by dataset."""
+        ...
+
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:
         """Insert or replace baselines (one per model and dataset)."""
         ...
@@ -148,9 +155,24 @@ class StateStore(Protocol):
         """The latest generation of one incident."""
         ...
 
-    def record_scan(self, changes: IncidentChanges, *, started_at: datetime, now: datetime,
-                    catalog: str, models: Sequence[Urn], findings: int) -> int:
-        """Store a scan run and its incident changes in one transaction; return the run id."""
+    def record_scan(
+        self,
+        changes: IncidentChanges,
+        *,
+        started_at: datetime,
+        now: datetime,
+        catalog: str,
+        models: Sequence[Urn],
+        findings: int,
+        finished_at: datetime | None = None,
+        baselines: Sequence[Baseline] = (),
+    ) -> int:
+        """Store a scan run, its incident changes and ``baselines`` in one transaction.
+
+        Returns the run id. ``updated`` incidents keep their stored state (an acknowledgement
+        made meanwhile stays); a concurrent change to the same incidents makes the whole scan
+        fail with nothing saved.
+        """
         ...
 
     def acknowledge(self, incident_id: str, *, by: str, at: datetime) -> Incident:

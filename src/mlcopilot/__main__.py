@@ -1,0 +1,5 @@
+"""``python -m mlcopilot``."""
+
+from mlcopilot.cli import main
+
+main()

@@ -1,0 +1,395 @@
+"""The ``mlcopilot`` command line: a thin client of the library.
+
+Exit codes: 0 the command ran (no finding at or above ``--fail-on``), 1 a finding at or above
+``--fail-on``, 2 bad usage or input, 3 the catalog cannot be reached, 4 an internal error.
+"""
+
+from __future__ import annotations
+
+import functools
+import getpass
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from mlcopilot.catalog.loader import load_metadata_files
+from mlcopilot.checks import describe_checks, load_checks
+from mlcopilot.errors import MlCopilotError, UsageError
+from mlcopilot.model import Incident, IncidentState, Severity, short_name
+from mlcopilot.protocols import Catalog, StateStore, WalkLimits
+from mlcopilot.report import render_incidents_json, render_json, render_markdown
+from mlcopilot.scan import Progress as ScanProgress
+from mlcopilot.scan import ScanOptions, ScanResult, accept_baselines, scan
+from mlcopilot.terminal import print_incidents, print_scan, print_writes
+from mlcopilot.wiring import Environment, open_catalog, open_lite, open_state
+from mlcopilot.writeback import plan_writeback
+
+app = typer.Typer(
+    name="mlcopilot",
+    help="Watch what feeds your ML models in DataHub: schema drift, PII, stale and deprecated "
+    "sources.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+catalog_app = typer.Typer(help="Manage the embedded DataHub Lite catalog.", no_args_is_help=True)
+incidents_app = typer.Typer(help="List, acknowledge and resolve incidents.", no_args_is_help=True)
+baseline_app = typer.Typer(help="Manage the schemas models were trained on.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(incidents_app, name="incidents")
+app.add_typer(baseline_app, name="baseline")
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class OutputFormat(StrEnum):
+    """Report formats of ``scan``."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class ListFormat(StrEnum):
+    """Formats of ``incidents list``."""
+
+    table = "table"
+    json = "json"
+
+
+class StateFilter(StrEnum):
+    """Which incidents ``incidents list`` shows."""
+
+    open = "open"
+    acknowledged = "acknowledged"
+    resolved = "resolved"
+    all = "all"
+
+
+def handle_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Print an expected error as one line on stderr and exit with its code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except MlCopilotError as exc:
+            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception:  # a bug: say so, show where, and use an exit code of its own
+            err.print_exception()
+            err.print("[bold red]internal error[/]: please report it with the traceback above")
+            raise typer.Exit(4) from None
+
+    return wrapper
+
+
+CatalogOption = Annotated[
+    str | None,
+    typer.Option(
+        "--catalog",
+        help="lite:PATH (default lite:$MLCOPILOT_HOME/catalog.db, or $MLCOPILOT_CATALOG).",
+        show_default=False,
+    ),
+]
+StateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--state-url",
+        help="SQLAlchemy URL of the state database (default $MLCOPILOT_STATE_URL, else "
+        "sqlite:///$MLCOPILOT_HOME/state.db).",
+        show_default=False,
+    ),
+]
+
+
+def _catalog_spec(env: Environment, catalog: str | None) -> str:
+    return catalog or env.catalog or env.default_catalog
+
+
+@contextmanager
+def _opened(
+    env: Environment, catalog: str | None, state_url: str | None
+) -> Iterator[tuple[Catalog, StateStore]]:
+    cat = open_catalog(_catalog_spec(env, catalog))
+    try:
+        store = open_state(env, state_url)
+        try:
+            yield cat, store
+        finally:
+            store.close()
+    finally:
+        cat.close()
+
+
+def parse_now(value: str | None) -> datetime:
+    """``--now``: an ISO-8601 instant (UTC when no offset is given); default the current time."""
+    if value is None:
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(
+            f"--now {value!r} is not an ISO-8601 time (e.g. 2026-11-29T12:00:00Z)"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+@catalog_app.command("load")
+@handle_errors
+def catalog_load(
+    files: Annotated[list[Path], typer.Argument(help="DataHub metadata files (JSON MCPs/MCEs).")],
+    catalog: CatalogOption = None,
+) -> None:
+    """Load DataHub metadata files into the embedded catalog (validated first, all or nothing)."""
+    env = Environment.from_env()
+    lite = open_lite(_catalog_spec(env, catalog))
+    try:
+        summary = load_metadata_files(lite, files)
+    finally:
+        lite.close()
+    out.print(
+        f"Loaded {summary.records} records from {len(files)} file(s) into {lite.label}: "
+        f"{summary.urns} entities, {summary.new_versions} new aspect versions."
+    )
+
+
+@app.command("scan")
+@handle_errors
+def scan_command(
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Model urn to scan (repeatable; default: every mlModel)."),
+    ] = None,
+    catalog: CatalogOption = None,
+    state_url: StateOption = None,
+    now: Annotated[
+        str | None, typer.Option(help="The clock, ISO-8601 (default: now).", show_default=False)
+    ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", help="Report format.")
+    ] = OutputFormat.table,
+    output: Annotated[
+        Path | None, typer.Option(help="Write the report to this file instead of stdout.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Write nothing; show what would be written.")
+    ] = False,
+    fail_on: Annotated[
+        Severity | None,
+        typer.Option(help="Exit 1 when a finding is at or above this severity (CI gate)."),
+    ] = None,
+    max_hops: Annotated[int, typer.Option(help="Cap on lineage hops from the model.")] = 50,
+    max_nodes: Annotated[int, typer.Option(help="Cap on nodes walked per model.")] = 10_000,
+) -> None:
+    """Walk every model's upstream lineage, check each node, and track incidents."""
+    env = Environment.from_env()
+    options = ScanOptions(
+        now=parse_now(now),
+        models=tuple(model or ()),
+        dry_run=dry_run,
+        limits=WalkLimits(max_hops=max_hops, max_nodes=max_nodes),
+    )
+    checks = load_checks()
+    with _opened(env, catalog, state_url) as (cat, store), _progress() as progress:
+        result = scan(cat, store, checks, options, progress=progress)
+    for report in result.models:
+        for error in report.errors:
+            err.print(f"[yellow]warning:[/] {escape(error)}")
+    _emit(_render(result, output_format), output, result)
+    if fail_on is not None and any(f.severity.at_least(fail_on) for f in result.findings):
+        raise typer.Exit(1)
+
+
+def _render(result: ScanResult, output_format: OutputFormat) -> str | None:
+    if output_format is OutputFormat.json:
+        return render_json(result)
+    if output_format is OutputFormat.markdown:
+        return render_markdown(result)
+    return None
+
+
+def _emit(text: str | None, output: Path | None, result: ScanResult) -> None:
+    if text is None:
+        if output is not None:
+            _write_atomically(output, render_markdown(result))
+        else:
+            print_scan(result, out)
+        return
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write_atomically(output, text)
+        err.print(f"Report written to {output}")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a temp file renamed over it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
+        ) as tmp:
+            tmp.write(text)
+        os.replace(tmp.name, path)
+    except OSError as exc:
+        raise UsageError(f"--output {path}: cannot write: {exc.strerror}") from exc
+
+
+@contextmanager
+def _progress() -> Iterator[ScanProgress | None]:
+    if not err.is_terminal:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("Scanning"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    task = bar.add_task("", total=None)
+
+    def advance(done: int, total: int, model: str) -> None:
+        bar.update(task, completed=done, total=total, description=short_name(model))
+
+    with bar:
+        yield advance
+
+
+@incidents_app.command("list")
+@handle_errors
+def incidents_list(
+    model: Annotated[str | None, typer.Option(help="Only this model's incidents.")] = None,
+    state: Annotated[StateFilter, typer.Option(help="Which incidents to show.")] = StateFilter.open,
+    output_format: Annotated[ListFormat, typer.Option("--format")] = ListFormat.table,
+    state_url: StateOption = None,
+) -> None:
+    """List incidents (open and acknowledged ones by default)."""
+    env = Environment.from_env()
+    store = open_state(env, state_url)
+    try:
+        incidents = store.incidents(model=model, include_resolved=state is not StateFilter.open)
+    finally:
+        store.close()
+    incidents = [i for i in incidents if _state_matches(i, state)]
+    if output_format is ListFormat.json:
+        sys.stdout.write(render_incidents_json(incidents))
+        return
+    if not incidents:
+        out.print(f"No {state.value} incidents.")
+        return
+    print_incidents(incidents, out)
+
+
+def _state_matches(incident: Incident, wanted: StateFilter) -> bool:
+    if wanted is StateFilter.all:
+        return True
+    if wanted is StateFilter.open:
+        return incident.is_open
+    return incident.state is IncidentState(wanted.value)
+
+
+@incidents_app.command("ack")
+@handle_errors
+def incidents_ack(
+    incident_id: Annotated[str, typer.Argument(metavar="ID", help="Incident id.")],
+    by: Annotated[str | None, typer.Option(help="Who acknowledges (default: $USER).")] = None,
+    state_url: StateOption = None,
+) -> None:
+    """Acknowledge an incident: someone is on it."""
+    env = Environment.from_env()
+    store = open_state(env, state_url)
+    try:
+        incident = store.acknowledge(incident_id, by=by or getpass.getuser(), at=datetime.now(UTC))
+    finally:
+        store.close()
+    out.print(f"Acknowledged {incident.id} ({incident.check} at {short_name(incident.entity)}).")
+
+
+@incidents_app.command("resolve")
+@handle_errors
+def incidents_resolve(
+    incident_id: Annotated[str, typer.Argument(metavar="ID", help="Incident id.")],
+    reason: Annotated[str, typer.Option(help="Why it is resolved.")] = "resolved by hand",
+    catalog: CatalogOption = None,
+    state_url: StateOption = None,
+) -> None:
+    """Resolve an incident by hand and update the catalog (reopens if the risk is still there)."""
+    env = Environment.from_env()
+    with _opened(env, catalog, state_url) as (cat, store):
+        incident = store.resolve(incident_id, at=datetime.now(UTC), reason=reason)
+        everything = store.incidents(include_resolved=True)
+        mine = [i for i in everything if i.model == incident.model]
+        writes = cat.apply(plan_writeback(mine, models=[incident.model], everything=everything))
+    out.print(f"Resolved {incident.id} ({incident.check} at {short_name(incident.entity)}).")
+    print_writes(writes, out, dry_run=False)
+
+
+@baseline_app.command("accept")
+@handle_errors
+def baseline_accept(
+    model: Annotated[str, typer.Argument(help="The model urn whose upstream schemas to accept.")],
+    catalog: CatalogOption = None,
+    state_url: StateOption = None,
+) -> None:
+    """Accept the current upstream schemas as the model's baseline (ends reported drift)."""
+    env = Environment.from_env()
+    with _opened(env, catalog, state_url) as (cat, store):
+        accepted = accept_baselines(cat, store, model, now=datetime.now(UTC))
+    out.print(
+        f"Accepted the current schema of {len(accepted)} upstream dataset(s) for "
+        f"{short_name(model)}; the next scan resolves their drift incidents."
+    )
+
+
+@app.command("checks")
+def checks_command() -> None:
+    """Describe every check: what it flags, why it matters, how to fix it."""
+    for name, doc in describe_checks():
+        out.print(f"[bold]{name}[/]")
+        out.print(escape(doc))
+        out.print()
+
+
+@app.command("demo")
+@handle_errors
+def demo_command(
+    home: Annotated[
+        Path | None,
+        typer.Option(help="Where the demo catalog and state go (default $MLCOPILOT_HOME/demo)."),
+    ] = None,
+) -> None:
+    """Run the end-to-end demo on a fresh embedded DataHub catalog (no server needed)."""
+    from mlcopilot.demo import run_demo
+
+    env = Environment.from_env()
+    run_demo(home or env.home / "demo", out)
+
+
+def main() -> None:
+    """Entry point of the ``mlcopilot`` command."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)

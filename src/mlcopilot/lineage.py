@@ -1,0 +1,71 @@
+"""Walk a model's upstream lineage breadth-first, level by level, with honest caps.
+
+The walk asks the catalog for one whole level at a time (one ``upstream`` and one ``nodes``
+call per hop, never one per node), so a remote catalog can batch. Cycles terminate because
+each urn is visited once; the first (shortest) path that reaches an urn is the one reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mlcopilot.errors import NodeNotFound
+from mlcopilot.model import Edge, Lineage, Node, Urn
+from mlcopilot.protocols import WalkLimits
+
+
+class UpstreamSource(Protocol):
+    """The two catalog reads a walk needs."""
+
+    def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
+        """Current metadata of each urn."""
+        ...
+
+    def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Edges one hop upstream of each urn."""
+        ...
+
+
+def walk_upstream(source: UpstreamSource, root: Urn, limits: WalkLimits) -> Lineage:
+    """Return the upstream lineage of ``root``, stopping at ``limits`` and saying so.
+
+    Raises:
+        NodeNotFound: when the catalog has no entity ``root``.
+    """
+    root_node = source.nodes([root])[root]
+    if not root_node.exists:
+        raise NodeNotFound(f"{root}: no such entity in the catalog")
+
+    nodes: dict[Urn, Node] = {root: root_node}
+    paths: dict[Urn, tuple[Urn, ...]] = {root: (root,)}
+    edges: dict[tuple[Urn, Urn, str], Edge] = {}
+    frontier: list[Urn] = [root]
+    truncated = False
+    hops = 0
+
+    while frontier:
+        level_edges = source.upstream(frontier)
+        new: list[Urn] = []
+        for edge in level_edges:
+            if edge.downstream not in paths:
+                continue  # a backend may answer for more than was asked; keep the walk exact
+            if edge.upstream not in paths:
+                if hops >= limits.max_hops or len(paths) >= limits.max_nodes:
+                    truncated = True
+                    continue
+                paths[edge.upstream] = (*paths[edge.downstream], edge.upstream)
+                new.append(edge.upstream)
+            edges.setdefault((edge.downstream, edge.upstream, edge.kind), edge)
+        if new:
+            nodes.update(source.nodes(new))
+        frontier = new
+        hops += 1
+
+    return Lineage(
+        root=root,
+        nodes=nodes,
+        edges=tuple(edges.values()),
+        paths=paths,
+        truncated=truncated,
+    )

@@ -1,0 +1,132 @@
+"""Scan reports as data: the versioned JSON contract and a markdown summary.
+
+The JSON shape is a public contract (``version`` 1); add to it only in a new version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from mlcopilot.model import Finding, Incident, ModelReport, short_name
+from mlcopilot.scan import ScanResult
+
+REPORT_VERSION = 1
+
+
+def report_dict(result: ScanResult) -> dict[str, Any]:
+    """The scan report in the public JSON shape (version 1)."""
+    return {
+        "version": REPORT_VERSION,
+        "now": result.now.isoformat(),
+        "catalog": result.catalog,
+        "models": [_model_dict(m) for m in result.models],
+        "incidents": {
+            "opened": [i.id for i in result.changes.opened],
+            "updated": [i.id for i in result.changes.updated],
+            "resolved": [i.id for i in result.changes.resolved],
+        },
+    }
+
+
+def _model_dict(report: ModelReport) -> dict[str, Any]:
+    return {
+        "urn": report.urn,
+        "coverage": {
+            "nodes": len(report.lineage.nodes),
+            "truncated": report.lineage.truncated,
+            "unknown": sorted(report.unknown),
+        },
+        "findings": [finding_dict(f) for f in report.findings],
+    }
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    """One finding in the public JSON shape."""
+    return {
+        "id": finding.id,
+        "check": finding.check,
+        "severity": finding.severity.value,
+        "entity": finding.entity,
+        "field": finding.field,
+        "change": finding.change,
+        "previous_field": finding.previous_field,
+        "message": finding.message,
+        "path": list(finding.path),
+    }
+
+
+def render_json(result: ScanResult) -> str:
+    """The JSON report, pretty-printed, ending with a newline."""
+    return json.dumps(report_dict(result), indent=2, ensure_ascii=False) + "\n"
+
+
+def incident_dict(incident: Incident) -> dict[str, Any]:
+    """One incident as ``incidents list --format json`` shows it."""
+    return {
+        "id": incident.id,
+        "generation": incident.generation,
+        "state": incident.state.value,
+        "check": incident.check,
+        "severity": incident.severity.value,
+        "model": incident.model,
+        "entity": incident.entity,
+        "field": incident.field,
+        "change": incident.change,
+        "message": incident.message,
+        "opened_at": incident.opened_at.isoformat(),
+        "updated_at": incident.updated_at.isoformat(),
+        "acknowledged_at": _iso(incident.acknowledged_at),
+        "acknowledged_by": incident.acknowledged_by,
+        "resolved_at": _iso(incident.resolved_at),
+        "resolution": incident.resolution,
+    }
+
+
+def render_incidents_json(incidents: Sequence[Incident]) -> str:
+    """``incidents list --format json``."""
+    return json.dumps([incident_dict(i) for i in incidents], indent=2, ensure_ascii=False) + "\n"
+
+
+def render_markdown(result: ScanResult) -> str:
+    """A markdown report, for pull-request comments and CI job summaries."""
+    lines = [f"# mlcopilot scan — {result.now.isoformat()}", "", f"Catalog: `{result.catalog}`", ""]
+    for model in result.models:
+        lineage = model.lineage
+        lines += [f"## {short_name(model.urn)}", "", f"`{model.urn}`", ""]
+        coverage = f"Walked {len(lineage.nodes)} nodes"
+        if lineage.truncated:
+            coverage += " (**truncated**: a hop or node cap was reached)"
+        if model.unknown:
+            coverage += f"; {len(model.unknown)} lacked metadata a check needed"
+        lines += [coverage + ".", ""]
+        if model.findings:
+            lines += ["| Severity | Check | Entity | Field | Finding |", "|---|---|---|---|---|"]
+            lines += [
+                f"| {f.severity.value} | {f.check} | {_md(short_name(f.entity))} "
+                f"| {_md(f.field or '')} | {_md(f.message)} |"
+                for f in model.findings
+            ]
+        else:
+            lines.append("No findings.")
+        if model.unknown:
+            lines += ["", "Unknown (not checked):", ""]
+            lines += [
+                f"- `{urn}`: {'; '.join(reasons)}" for urn, reasons in sorted(model.unknown.items())
+            ]
+        lines.append("")
+    changes = result.changes
+    lines.append(
+        f"Incidents: {len(changes.opened)} opened, {len(changes.updated)} still open, "
+        f"{len(changes.resolved)} resolved."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None

@@ -1,0 +1,251 @@
+"""One scan: walk each model's lineage, run the checks, reconcile incidents, write back.
+
+The scan only reads until the very end: findings and incident changes are computed first, then
+stored in one transaction, then written back to the catalog. An aborted scan leaves nothing
+half-written, and ``dry_run`` stops before the store and shows the would-be write-back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from mlcopilot.errors import CatalogError, UsageError
+from mlcopilot.impact import column_usage
+from mlcopilot.incidents import reconcile
+from mlcopilot.model import (
+    UNKNOWN_USAGE,
+    Baseline,
+    EntityType,
+    Finding,
+    Incident,
+    IncidentChanges,
+    Lineage,
+    ModelReport,
+    Node,
+    Urn,
+    Write,
+)
+from mlcopilot.protocols import Catalog, Check, CheckContext, StateStore, WalkLimits
+from mlcopilot.writeback import plan_writeback
+
+Progress = Callable[[int, int, Urn], None]
+"""Called before each model as ``progress(done, total, model_urn)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """What to scan and how."""
+
+    now: datetime
+    models: Sequence[Urn] = ()
+    """Models to scan; empty means every mlModel in the catalog."""
+    dry_run: bool = False
+    limits: WalkLimits = field(default_factory=WalkLimits)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """Everything a scan found and did."""
+
+    now: datetime
+    catalog: str
+    models: tuple[ModelReport, ...]
+    changes: IncidentChanges
+    writes: tuple[Write, ...]
+    """Catalog writes made (or, with ``dry_run``, that would be made)."""
+    dry_run: bool
+    run_id: int | None
+
+    @property
+    def findings(self) -> list[Finding]:
+        """All findings of all models."""
+        return [f for m in self.models for f in m.findings]
+
+
+def scan(
+    catalog: Catalog,
+    store: StateStore,
+    checks: Sequence[Check],
+    options: ScanOptions,
+    *,
+    progress: Progress | None = None,
+) -> ScanResult:
+    """Scan ``options.models`` (or every model) and reconcile, store and write back incidents."""
+    started_at = options.now
+    models = _models_to_scan(catalog, options.models)
+    reports: list[ModelReport] = []
+    baselines: list[Baseline] = []
+    evaluated: set[tuple[Urn, str, Urn]] = set()
+    for done, model in enumerate(models):
+        if progress is not None:
+            progress(done, len(models), model)
+        lineage = catalog.lineage(model, options.limits)
+        report, model_baselines, model_evaluated = _scan_model(
+            catalog, store, checks, lineage, options.now
+        )
+        reports.append(report)
+        baselines.extend(model_baselines)
+        evaluated |= model_evaluated
+    if progress is not None:
+        progress(len(models), len(models), "")
+
+    findings = [f for r in reports for f in r.findings]
+    previous = [i for i in store.incidents(include_resolved=True) if i.model in set(models)]
+    changes = reconcile(
+        previous,
+        findings,
+        evaluated=lambda m, c, e: (m, c, e) in evaluated,
+        now=options.now,
+    )
+    after = _after(previous, changes)
+    everything = _after(store.incidents(include_resolved=True), changes)
+    plan = plan_writeback(after, models=models, everything=everything)
+    run_id = None
+    if not options.dry_run:
+        run_id = store.record_scan(
+            changes,
+            started_at=started_at,
+            now=options.now,
+            catalog=catalog.label,
+            models=models,
+            findings=len(findings),
+            baselines=baselines,
+        )
+    writes = catalog.apply(plan, dry_run=options.dry_run)
+    return ScanResult(
+        now=options.now,
+        catalog=catalog.label,
+        models=tuple(reports),
+        changes=changes,
+        writes=tuple(writes),
+        dry_run=options.dry_run,
+        run_id=run_id,
+    )
+
+
+def _models_to_scan(catalog: Catalog, requested: Sequence[Urn]) -> list[Urn]:
+    if not requested:
+        models = catalog.models()
+        if not models:
+            raise CatalogError(
+                f"{catalog.label}: the catalog has no ML models (mlModel entities) to scan; "
+                "load metadata with `mlcopilot catalog load FILE`"
+            )
+        return models
+    for urn in requested:
+        if not urn.startswith("urn:li:mlModel:("):
+            raise UsageError(
+                f"--model {urn!r} is not an mlModel urn; expected "
+                "urn:li:mlModel:(urn:li:dataPlatform:PLATFORM,NAME,ENV)"
+            )
+    found = catalog.nodes(list(requested))
+    missing = [u for u in requested if not found[u].exists]
+    if missing:
+        raise UsageError(f"--model {missing[0]}: no such model in {catalog.label}")
+    return list(dict.fromkeys(requested))
+
+
+def _scan_model(
+    catalog: Catalog,
+    store: StateStore,
+    checks: Sequence[Check],
+    lineage: Lineage,
+    now: datetime,
+) -> tuple[ModelReport, list[Baseline], set[tuple[Urn, str, Urn]]]:
+    model = lineage.nodes[lineage.root]
+    usage = column_usage(lineage)
+    findings: list[Finding] = []
+    unknown: dict[Urn, list[str]] = {}
+    errors: list[str] = []
+    baselines: list[Baseline] = []
+    evaluated: set[tuple[Urn, str, Urn]] = set()
+    for urn, node in lineage.nodes.items():
+        if urn == lineage.root:
+            continue
+        baseline = _baseline(catalog, store, model, node, now)
+        if baseline is not None and baseline.source != "stored":
+            baselines.append(baseline.value)
+        ctx = CheckContext(
+            model=model,
+            path=lineage.paths[urn],
+            now=now,
+            usage=usage.get(urn, UNKNOWN_USAGE),
+            baseline=baseline.value.schema if baseline is not None else None,
+        )
+        for check in checks:
+            try:
+                outcome = check.run(node, ctx)
+            except Exception as exc:  # a crashing check must not stop the walk; it is reported
+                errors.append(f"check {check.name} crashed on {urn}: {type(exc).__name__}: {exc}")
+                continue
+            findings.extend(outcome.findings)
+            if outcome.unknown is not None:
+                unknown.setdefault(urn, []).append(f"{check.name}: {outcome.unknown}")
+            else:
+                evaluated.add((model.urn, check.name, urn))
+    report = ModelReport(
+        urn=model.urn,
+        lineage=lineage,
+        findings=tuple(sorted(findings, key=lambda f: (-f.severity.rank, f.entity, f.field or ""))),
+        unknown={u: tuple(r) for u, r in unknown.items()},
+        errors=tuple(errors),
+    )
+    return report, baselines, evaluated
+
+
+@dataclass(frozen=True, slots=True)
+class _BaselineLookup:
+    value: Baseline
+    source: str
+
+
+def _baseline(
+    catalog: Catalog, store: StateStore, model: Node, node: Node, now: datetime
+) -> _BaselineLookup | None:
+    """The schema ``model`` was trained on for dataset ``node``; established on first sight.
+
+    First choice is the catalog's aspect history as of the model's training time; when history
+    cannot tell, the current schema becomes the baseline (the first-scan snapshot).
+    """
+    if node.entity_type is not EntityType.DATASET or node.schema is None:
+        return None
+    stored = store.baseline(model.urn, node.urn)
+    if stored is not None:
+        return _BaselineLookup(stored, "stored")
+    historic = catalog.schema_as_of(node.urn, model.trained_at) if model.trained_at else None
+    if historic is not None:
+        return _BaselineLookup(Baseline(model.urn, node.urn, historic, "history", now), "new")
+    return _BaselineLookup(Baseline(model.urn, node.urn, node.schema, "first_scan", now), "new")
+
+
+def _after(previous: Sequence[Incident], changes: IncidentChanges) -> list[Incident]:
+    """The latest generation of every incident once ``changes`` are applied."""
+    latest = {i.id: i for i in previous}
+    for incident in (*changes.opened, *changes.updated, *changes.resolved):
+        latest[incident.id] = incident
+    return list(latest.values())
+
+
+def accept_baselines(
+    catalog: Catalog,
+    store: StateStore,
+    model: Urn,
+    *,
+    now: datetime,
+    limits: WalkLimits | None = None,
+) -> list[Baseline]:
+    """Make the current schema of every upstream dataset of ``model`` its accepted baseline.
+
+    Drift reported against the old baseline clears on the next scan.
+    """
+    _models_to_scan(catalog, [model])
+    lineage = catalog.lineage(model, limits or WalkLimits())
+    accepted = [
+        Baseline(model, node.urn, node.schema, "accepted", now)
+        for node in lineage.nodes.values()
+        if node.entity_type is EntityType.DATASET and node.schema is not None
+    ]
+    store.save_baselines(accepted)
+    return accepted

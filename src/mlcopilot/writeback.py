@@ -1,0 +1,179 @@
+"""What the catalog should hold for a set of incidents: tags, a model summary, incidents, documents.
+
+This is a pure plan. The catalog adapter compares it with what is there and writes only the
+difference, so planning the same incidents twice writes nothing the second time. Nothing here
+reads the clock: every timestamp comes from the incident itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from mlcopilot.model import (
+    DocumentWrite,
+    Incident,
+    IncidentWrite,
+    PropertyWrite,
+    Severity,
+    TagWrite,
+    Urn,
+    Write,
+    short_name,
+)
+
+OPEN_RISKS_PROPERTY = "urn:li:structuredProperty:io.mlcopilot.openRisks"
+"""Structured property on each scanned model: one value per risk kind that is open, or "none"."""
+
+TAGS: dict[str, Urn] = {
+    "schema_drift": "urn:li:tag:mlcopilot-schema-drift",
+    "pii_exposure": "urn:li:tag:mlcopilot-pii-exposure",
+    "stale_source": "urn:li:tag:mlcopilot-stale-source",
+    "deprecated_source": "urn:li:tag:mlcopilot-deprecated-source",
+}
+
+# DataHub's IncidentType enum has no PII or deprecation member, so those are CUSTOM.
+_INCIDENT_TYPES: dict[str, tuple[str, str | None]] = {
+    "schema_drift": ("DATA_SCHEMA", None),
+    "stale_source": ("FRESHNESS", None),
+    "pii_exposure": ("CUSTOM", "PII_EXPOSURE"),
+    "deprecated_source": ("CUSTOM", "DEPRECATED_SOURCE"),
+}
+
+# incidentInfo.priority stores CRITICAL..LOW as 0..3 (IncidentUtils.mapIncidentPriority).
+_PRIORITY = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.MEDIUM: 2, Severity.LOW: 3}
+
+SUGGESTED_ACTIONS: dict[str, str] = {
+    "schema_drift": (
+        "Check whether the model's feature pipeline still reads this column correctly. If the "
+        "change is intended, update the pipeline and retrain, then run "
+        "`mlcopilot baseline accept MODEL` to accept the new schema."
+    ),
+    "pii_exposure": (
+        "Remove the sensitive column from the model's inputs, or document why the model may use "
+        "it: set the structured property `io.mlcopilot.piiJustification` on the model (and "
+        "optionally `io.mlcopilot.piiJustificationExpires`)."
+    ),
+    "stale_source": (
+        "Find out why the source stopped refreshing (failed job, paused ingestion) and re-run "
+        "it; if the SLA is wrong, change `io.mlcopilot.freshnessSlaHours` on the dataset."
+    ),
+    "deprecated_source": (
+        "Move the model's pipeline to the replacement source before the decommission date, then "
+        "retrain and redeploy."
+    ),
+}
+
+
+def incident_urn(incident: Incident) -> Urn:
+    """The DataHub incident urn of one incident generation: derived, never random."""
+    return f"urn:li:incident:mlcopilot-{incident.key}"
+
+
+def document_urn(incident: Incident) -> Urn:
+    """The DataHub document urn holding one incident generation's full context."""
+    return f"urn:li:document:mlcopilot-{incident.key}"
+
+
+def plan_writeback(
+    incidents: Sequence[Incident], *, models: Iterable[Urn], everything: Sequence[Incident]
+) -> list[Write]:
+    """Plan the catalog state for ``incidents`` (latest generations of the scanned ``models``).
+
+    ``everything`` is every incident in the store: a tag stays on an entity while any model still
+    has an open incident of that kind there, not just the models scanned now.
+    """
+    writes: list[Write] = []
+    for incident in sorted(incidents, key=lambda i: (i.model, i.id)):
+        writes.append(_incident_write(incident))
+        writes.append(_document_write(incident))
+    open_kinds = {(i.entity, i.check) for i in everything if i.is_open}
+    for entity, check in sorted({(i.entity, i.check) for i in incidents}):
+        writes.append(TagWrite(entity, TAGS[check], present=(entity, check) in open_kinds))
+    for model in sorted(set(models)):
+        writes.append(PropertyWrite(model, OPEN_RISKS_PROPERTY, _open_risks(model, incidents)))
+    return writes
+
+
+def _open_risks(model: Urn, incidents: Iterable[Incident]) -> tuple[str, ...]:
+    open_here = [i for i in incidents if i.model == model and i.is_open]
+    if not open_here:
+        return ("none",)
+    counts = Counter(i.check for i in open_here)
+    worst = {
+        check: max((i.severity for i in open_here if i.check == check), key=lambda s: s.rank)
+        for check in counts
+    }
+    return tuple(f"{check}: {counts[check]} open, worst {worst[check]}" for check in sorted(counts))
+
+
+def _title(incident: Incident) -> str:
+    where = short_name(incident.entity) + (f".{incident.field}" if incident.field else "")
+    kind = incident.check.replace("_", " ")
+    return f"[mlcopilot] {kind} at {where} (model {short_name(incident.model)})"
+
+
+def _incident_write(incident: Incident) -> IncidentWrite:
+    incident_type, custom_type = _INCIDENT_TYPES[incident.check]
+    return IncidentWrite(
+        urn=incident_urn(incident),
+        incident_type=incident_type,
+        custom_type=custom_type,
+        title=_title(incident),
+        description=f"{incident.message}\n\nContext: {document_urn(incident)}",
+        priority=_PRIORITY[incident.severity],
+        entities=(incident.entity, incident.model),
+        active=incident.is_open,
+        created_at=incident.opened_at,
+        status_changed_at=incident.resolved_at or incident.opened_at,
+    )
+
+
+def _document_write(incident: Incident) -> DocumentWrite:
+    return DocumentWrite(
+        urn=document_urn(incident),
+        title=_title(incident),
+        text=incident_document(incident),
+        related_assets=(incident.entity, incident.model),
+        created_at=incident.opened_at,
+        modified_at=incident.resolved_at or incident.opened_at,
+    )
+
+
+def incident_document(incident: Incident) -> str:
+    """The markdown body of an incident document: what, where, why it matters, what to do."""
+    lines = [
+        f"# {_title(incident)}",
+        "",
+        f"**Status:** {incident.state.value} · **Severity:** {incident.severity.value} · "
+        f"**Check:** `{incident.check}` · **Incident:** `{incident.id}` "
+        f"(generation {incident.generation})",
+        "",
+        "## What changed",
+        "",
+        incident.message,
+        "",
+        "## Where",
+        "",
+        f"- Entity: `{incident.entity}`",
+    ]
+    if incident.field:
+        lines.append(f"- Field: `{incident.field}`")
+    if incident.previous_field:
+        lines.append(f"- Previously: `{incident.previous_field}`")
+    lines += [
+        "",
+        "## Why it matters",
+        "",
+        f"It is upstream of the ML model `{incident.model}` along this lineage path:",
+        "",
+        *(f"{n}. `{urn}`" for n, urn in enumerate(incident.path, start=1)),
+    ]
+    if incident.evidence:
+        lines += ["", "## Evidence", "", "| | |", "|---|---|"]
+        lines += [f"| {key} | {value} |" for key, value in sorted(incident.evidence.items())]
+    lines += ["", "## Suggested action", "", SUGGESTED_ACTIONS[incident.check], ""]
+    lines.append(f"Opened {incident.opened_at.isoformat()}.")
+    if incident.resolved_at is not None:
+        lines.append(f"Resolved {incident.resolved_at.isoformat()}: {incident.resolution or ''}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,293 @@
+"""End to end: the `mlcopilot` command as a user runs it, as a subprocess, on a Lite catalog."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import DEMO_DATA
+
+MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD)"
+CUSTOMERS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
+TRANSACTIONS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.transactions,PROD)"
+SEGMENTS = "urn:li:dataset:(urn:li:dataPlatform:hive,legacy.customer_segments,PROD)"
+DAY1, DAY2, DAY3 = "2026-11-20T09:00:00Z", "2026-11-21T09:00:00Z", "2026-11-22T09:00:00Z"
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def mlcopilot(tmp_path: Path):
+    """Run `python -m mlcopilot ARGS` with MLCOPILOT_HOME in tmp_path."""
+
+    def run(*args: str) -> Run:
+        env = {**os.environ, "MLCOPILOT_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+        done = subprocess.run(
+            [sys.executable, "-m", "mlcopilot", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        return Run(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture
+def demo_catalog(mlcopilot):
+    assert mlcopilot("catalog", "load", str(DEMO_DATA / "01_catalog.json")).code == 0
+    return mlcopilot
+
+
+def assert_report_contract(report: dict[str, Any]) -> None:
+    """The public JSON report, version 1: exact keys and types."""
+    assert set(report) == {"version", "now", "catalog", "models", "incidents"}
+    assert report["version"] == 1
+    assert isinstance(report["now"], str)
+    assert isinstance(report["catalog"], str)
+    assert set(report["incidents"]) == {"opened", "updated", "resolved"}
+    for ids in report["incidents"].values():
+        assert all(isinstance(i, str) for i in ids)
+    for model in report["models"]:
+        assert set(model) == {"urn", "coverage", "findings"}
+        assert set(model["coverage"]) == {"nodes", "truncated", "unknown"}
+        assert isinstance(model["coverage"]["nodes"], int)
+        assert isinstance(model["coverage"]["truncated"], bool)
+        for finding in model["findings"]:
+            assert set(finding) == {
+                "id", "check", "severity", "entity", "field", "change",
+                "previous_field", "message", "path",
+            }  # fmt: skip
+            assert finding["check"] in {
+                "schema_drift", "pii_exposure", "stale_source", "deprecated_source"
+            }  # fmt: skip
+            assert finding["severity"] in {"critical", "high", "medium", "low"}
+            assert finding["change"] in {None, "added", "removed", "renamed", "type_changed"}
+            assert finding["path"][0] == model["urn"]
+            assert finding["path"][-1] == finding["entity"]
+
+
+def findings_by(report: dict[str, Any]) -> dict[tuple[str, str, str | None], dict[str, Any]]:
+    return {
+        (f["check"], f["entity"], f["field"]): f for m in report["models"] for f in m["findings"]
+    }
+
+
+def scan_json(run, now: str, *extra: str) -> dict[str, Any]:
+    result = run("scan", "--now", now, "--format", "json", *extra)
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert_report_contract(report)
+    return report
+
+
+def test_first_scan_finds_pii_stale_and_deprecated(demo_catalog) -> None:
+    report = scan_json(demo_catalog, DAY1)
+    found = findings_by(report)
+    assert found[("pii_exposure", CUSTOMERS, "email")]["severity"] == "high"
+    assert found[("stale_source", TRANSACTIONS, None)]["severity"] == "high"
+    assert found[("deprecated_source", SEGMENTS, None)]["severity"] == "medium"
+    assert not [k for k in found if k[0] == "schema_drift"]
+    # The curated table is reached only through mlModelTrainingData, which DataHub's own
+    # lineage index does not follow: the path proves the walk closed that gap.
+    deprecated = found[("deprecated_source", SEGMENTS, None)]
+    assert "curated.customer_360" in deprecated["path"][1]
+    assert sorted(report["incidents"]["opened"]) == sorted(f["id"] for f in found.values())
+    assert report["models"][0]["coverage"]["truncated"] is False
+
+
+def test_second_identical_scan_opens_nothing_and_writes_nothing(demo_catalog) -> None:
+    first = scan_json(demo_catalog, DAY1)
+    second = scan_json(demo_catalog, DAY1)
+    assert second["incidents"]["opened"] == []
+    assert sorted(second["incidents"]["updated"]) == sorted(first["incidents"]["opened"])
+    table = demo_catalog("scan", "--now", DAY1)
+    assert table.code == 0
+    assert "already up to date" in table.stdout
+
+
+def test_schema_change_is_drift_with_impact_aware_severity(demo_catalog) -> None:
+    scan_json(demo_catalog, DAY1)
+    assert demo_catalog("catalog", "load", str(DEMO_DATA / "02_schema_change.json")).code == 0
+    report = scan_json(demo_catalog, DAY2)
+    drift = {k[2]: f for k, f in findings_by(report).items() if k[0] == "schema_drift"}
+    assert drift["signup_date"]["change"] == "removed"
+    assert drift["signup_date"]["severity"] == "critical"  # feeds tenure_days and the training data
+    assert drift["country_code"]["change"] == "renamed"
+    assert drift["country_code"]["previous_field"] == "country"
+    assert drift["country_code"]["severity"] == "low"  # column lineage proves it unused
+    assert set(report["incidents"]["opened"]) == {f["id"] for f in drift.values()}
+
+
+def test_restored_column_resolves_its_incident_and_only_that(demo_catalog) -> None:
+    scan_json(demo_catalog, DAY1)
+    demo_catalog("catalog", "load", str(DEMO_DATA / "02_schema_change.json"))
+    drift = {
+        k[2]: f["id"]
+        for k, f in findings_by(scan_json(demo_catalog, DAY2)).items()
+        if k[0] == "schema_drift"
+    }
+    demo_catalog("catalog", "load", str(DEMO_DATA / "03_restore_column.json"))
+    report = scan_json(demo_catalog, DAY3)
+    assert report["incidents"]["resolved"] == [drift["signup_date"]]
+    listed = json.loads(
+        demo_catalog("incidents", "list", "--state", "all", "--format", "json").stdout
+    )
+    states = {i["id"]: i["state"] for i in listed}
+    assert states[drift["signup_date"]] == "resolved"
+    assert states[drift["country_code"]] == "open"
+
+
+def test_baseline_accept_clears_drift_on_next_scan(demo_catalog) -> None:
+    scan_json(demo_catalog, DAY1)
+    demo_catalog("catalog", "load", str(DEMO_DATA / "02_schema_change.json"))
+    opened = scan_json(demo_catalog, DAY2)["incidents"]["opened"]
+    accepted = demo_catalog("baseline", "accept", MODEL)
+    assert accepted.code == 0, accepted.stderr
+    report = scan_json(demo_catalog, DAY3)
+    assert sorted(report["incidents"]["resolved"]) == sorted(opened)
+
+
+def test_fail_on_gates_ci(demo_catalog) -> None:
+    assert demo_catalog("scan", "--now", DAY1, "--fail-on", "critical").code == 0
+    assert demo_catalog("scan", "--now", DAY1, "--fail-on", "high").code == 1
+
+
+def test_dry_run_writes_nothing(demo_catalog, tmp_path: Path) -> None:
+    catalog_db = tmp_path / "home" / "catalog.db"
+    before = (
+        sqlite3.connect(catalog_db).execute("select count(*) from metadata_aspect_v2").fetchone()
+    )
+    dry = demo_catalog("scan", "--now", DAY1, "--dry-run")
+    assert dry.code == 0, dry.stderr
+    assert "would write" in dry.stdout
+    after = (
+        sqlite3.connect(catalog_db).execute("select count(*) from metadata_aspect_v2").fetchone()
+    )
+    assert before == after
+    listed = demo_catalog("incidents", "list", "--state", "all", "--format", "json")
+    assert json.loads(listed.stdout) == []
+
+
+def test_write_back_lands_on_the_catalog(demo_catalog, tmp_path: Path) -> None:
+    report = scan_json(demo_catalog, DAY1)
+    pii_id = findings_by(report)[("pii_exposure", CUSTOMERS, "email")]["id"]
+    db = sqlite3.connect(tmp_path / "home" / "catalog.db")
+
+    def aspect(urn: str, name: str) -> Any:
+        row = db.execute(
+            "select metadata from metadata_aspect_v2 where urn=? and aspect_name=? and version=0",
+            (urn, name),
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    tags = {t["tag"] for t in aspect(CUSTOMERS, "globalTags")["tags"]}
+    assert "urn:li:tag:mlcopilot-pii-exposure" in tags
+    incident = aspect(f"urn:li:incident:mlcopilot-{pii_id}-1", "incidentInfo")
+    assert incident["status"]["state"] == "ACTIVE"
+    assert set(incident["entities"]) == {CUSTOMERS, MODEL}
+    document = aspect(f"urn:li:document:mlcopilot-{pii_id}-1", "documentInfo")
+    assert "email" in document["contents"]["text"]
+    assert {a["asset"] for a in document["relatedAssets"]} == {CUSTOMERS, MODEL}
+    risks = aspect(MODEL, "structuredProperties")["properties"]
+    assert any("pii_exposure" in str(p["values"]) for p in risks)
+
+
+def test_incident_ack_and_manual_resolve(demo_catalog) -> None:
+    report = scan_json(demo_catalog, DAY1)
+    some_id = report["incidents"]["opened"][0]
+    assert demo_catalog("incidents", "ack", some_id, "--by", "alice").code == 0
+    listed = json.loads(demo_catalog("incidents", "list", "--format", "json").stdout)
+    acked = next(i for i in listed if i["id"] == some_id)
+    assert acked["state"] == "acknowledged"
+    assert acked["acknowledged_by"] == "alice"
+    resolved = demo_catalog("incidents", "resolve", some_id, "--reason", "fixed upstream")
+    assert resolved.code == 0, resolved.stderr
+    missing = demo_catalog("incidents", "ack", "0000000000000000")
+    assert missing.code == 2
+    assert "0000000000000000" in missing.stderr
+
+
+def test_markdown_report_to_file(demo_catalog, tmp_path: Path) -> None:
+    out = tmp_path / "reports" / "scan.md"
+    result = demo_catalog("scan", "--now", DAY1, "--format", "markdown", "--output", str(out))
+    assert result.code == 0, result.stderr
+    text = out.read_text(encoding="utf-8")
+    assert "churn_predictor_v1" in text
+    assert "pii_exposure" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["scan", "--model", "not-an-urn"], 2, "not an mlModel urn"),
+        (
+            ["scan", "--model", "urn:li:mlModel:(urn:li:dataPlatform:x,nope,PROD)"],
+            2,
+            "no such model",
+        ),
+        (["scan", "--now", "yesterday"], 2, "not an ISO-8601 time"),
+        (["scan", "--catalog", "bogus"], 2, "expected lite:PATH"),
+        (["scan", "--catalog", "datahub:http://localhost:8080"], 2, "not available"),
+        (["incidents", "resolve", "ffffffffffffffff"], 2, "ffffffffffffffff"),
+    ],
+)
+def test_bad_usage_is_one_clear_line(demo_catalog, args, code, message) -> None:
+    result = demo_catalog(*args)
+    assert result.code == code
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_catalog_says_how_to_fix(mlcopilot) -> None:
+    result = mlcopilot("scan")
+    assert result.code == 2
+    assert "catalog load" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_empty_catalog_is_reported(mlcopilot, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]", encoding="utf-8")
+    assert mlcopilot("catalog", "load", str(empty)).code == 0
+    result = mlcopilot("scan")
+    assert result.code == 2
+    assert "no ML models" in result.stderr
+
+
+def test_invalid_metadata_file_writes_nothing(mlcopilot, tmp_path: Path) -> None:
+    good = DEMO_DATA / "01_catalog.json"
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"entityUrn": "urn:li:dataset:x"', encoding="utf-8")
+    result = mlcopilot("catalog", "load", str(good), str(bad))
+    assert result.code == 2
+    assert "bad.json" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    # Validation comes first: the good file was not half-loaded either.
+    assert mlcopilot("scan").code == 2
+
+
+def test_corrupt_state_database_is_one_line(demo_catalog, tmp_path: Path) -> None:
+    (tmp_path / "home" / "state.db").write_bytes(b"this is not a database" * 100)
+    result = demo_catalog("scan", "--now", DAY1)
+    assert result.code == 2
+    assert "state.db" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,83 @@
+"""Write-back planning: deterministic urns, tags shared across models, a readable document."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from mlcopilot.model import (
+    DocumentWrite,
+    Incident,
+    IncidentState,
+    IncidentWrite,
+    PropertyWrite,
+    Severity,
+    TagWrite,
+)
+from mlcopilot.writeback import OPEN_RISKS_PROPERTY, TAGS, plan_writeback
+
+A = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,a,PROD)"
+B = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,b,PROD)"
+RAW = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def incident(
+    model: str = A, *, state: IncidentState = IncidentState.OPEN, id: str = "aaaa"
+) -> Incident:
+    return Incident(
+        id=id,
+        generation=1,
+        state=state,
+        check="pii_exposure",
+        severity=Severity.HIGH,
+        model=model,
+        entity=RAW,
+        field="email",
+        change=None,
+        previous_field=None,
+        message="column `email` is tagged PII and feeds the model",
+        path=(model, RAW),
+        evidence={"tags": "urn:li:tag:PII"},
+        opened_at=T0,
+        updated_at=T0,
+        resolved_at=T0 if state is IncidentState.RESOLVED else None,
+    )
+
+
+def test_plan_is_deterministic_and_names_the_incident() -> None:
+    plan = plan_writeback([incident()], models=[A], everything=[incident()])
+    assert plan == plan_writeback([incident()], models=[A], everything=[incident()])
+    native = next(w for w in plan if isinstance(w, IncidentWrite))
+    assert native.urn == "urn:li:incident:mlcopilot-aaaa-1"
+    assert native.incident_type == "CUSTOM"
+    assert native.custom_type == "PII_EXPOSURE"
+    assert native.priority == 1
+    assert native.entities == (RAW, A)
+    assert native.active
+    document = next(w for w in plan if isinstance(w, DocumentWrite))
+    assert document.urn == "urn:li:document:mlcopilot-aaaa-1"
+    assert "## Suggested action" in document.text
+    assert f"`{RAW}`" in document.text
+    assert TagWrite(RAW, TAGS["pii_exposure"], present=True) in plan
+    summary = next(w for w in plan if isinstance(w, PropertyWrite))
+    assert summary == PropertyWrite(A, OPEN_RISKS_PROPERTY, ("pii_exposure: 1 open, worst high",))
+
+
+def test_resolution_removes_the_tag_unless_another_model_still_needs_it() -> None:
+    resolved = incident(state=IncidentState.RESOLVED)
+    alone = plan_writeback([resolved], models=[A], everything=[resolved])
+    assert TagWrite(RAW, TAGS["pii_exposure"], present=False) in alone
+    assert PropertyWrite(A, OPEN_RISKS_PROPERTY, ("none",)) in alone
+    native = next(w for w in alone if isinstance(w, IncidentWrite))
+    assert not native.active
+    other = incident(B, id="bbbb")
+    shared = plan_writeback([resolved], models=[A], everything=[resolved, other])
+    assert TagWrite(RAW, TAGS["pii_exposure"], present=True) in shared
+
+
+def test_timestamps_come_from_the_incident_not_the_clock() -> None:
+    later = replace(incident(), updated_at=datetime(2026, 11, 9, tzinfo=UTC))
+    assert plan_writeback([incident()], models=[A], everything=[]) == plan_writeback(
+        [later], models=[A], everything=[]
+    )
