@@ -228,6 +228,10 @@ class CheckOutcome:
     """Why the node lacked the metadata this check needs; None when the check could decide."""
 
 
+NOT_IN_CATALOG = CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
+"""What every check concludes about an entity that lineage references but the catalog lacks."""
+
+
 class IncidentState(StrEnum):
     """Where an incident is in its lifecycle."""
 

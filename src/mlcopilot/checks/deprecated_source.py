@@ -6,7 +6,15 @@ from datetime import UTC, datetime
 from typing import ClassVar
 
 from mlcopilot.config import PluginConfig
-from mlcopilot.model import CheckOutcome, Deprecation, EntityType, Node, Severity, short_name
+from mlcopilot.model import (
+    NOT_IN_CATALOG,
+    CheckOutcome,
+    Deprecation,
+    EntityType,
+    Node,
+    Severity,
+    short_name,
+)
 from mlcopilot.protocols import CheckContext
 
 
@@ -47,7 +55,7 @@ class DeprecatedSource:
         if node.entity_type is EntityType.ML_MODEL:
             return CheckOutcome()
         if not node.exists:
-            return CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
+            return NOT_IN_CATALOG
         if node.removed:
             severity = Severity.CRITICAL
             message = "soft-deleted in DataHub (status.removed) but still upstream of the model"

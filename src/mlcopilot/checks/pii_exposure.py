@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from mlcopilot.config import PluginConfig
-from mlcopilot.model import CheckOutcome, EntityType, Finding, Node, Severity, Urn
+from mlcopilot.model import NOT_IN_CATALOG, CheckOutcome, EntityType, Finding, Node, Severity, Urn
 from mlcopilot.protocols import CheckContext
 
 JUSTIFICATION = "io.mlcopilot.piiJustification"
@@ -97,7 +97,7 @@ class PiiExposure:
         if justified:
             return CheckOutcome()
         if not node.exists:
-            return CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
+            return NOT_IN_CATALOG
 
         findings: list[Finding] = []
         tags, terms = self._matching(node.tags, node.terms)

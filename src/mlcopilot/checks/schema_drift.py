@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
+    NOT_IN_CATALOG,
     ChangeKind,
     CheckOutcome,
     EntityType,
@@ -87,7 +88,7 @@ class SchemaDrift:
         if node.entity_type is not EntityType.DATASET:
             return CheckOutcome()
         if not node.exists:
-            return CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
+            return NOT_IN_CATALOG
         if node.schema is None:
             return CheckOutcome(unknown="no schemaMetadata")
         if ctx.baseline is None:

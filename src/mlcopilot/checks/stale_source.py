@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from mlcopilot.config import PluginConfig
-from mlcopilot.model import CheckOutcome, EntityType, Node, Severity
+from mlcopilot.model import NOT_IN_CATALOG, CheckOutcome, EntityType, Node, Severity
 from mlcopilot.protocols import CheckContext
 
 SLA_PROPERTY = "io.mlcopilot.freshnessSlaHours"
@@ -58,7 +58,7 @@ class StaleSource:
         if node.entity_type is not EntityType.DATASET:
             return CheckOutcome()
         if not node.exists:
-            return CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
+            return NOT_IN_CATALOG
         declared = self._declared_sla(node)
         if declared is None:
             return CheckOutcome()
