@@ -31,6 +31,7 @@ _BATCH = 500  # urns per IN (...) query, well under SQLite's bound-parameter lim
 _MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
 
 _Aspects = dict[Urn, dict[str, ax.JsonObject]]
+_WRITE_PRAGMAS = {"journal_mode": "WAL", "synchronous": "NORMAL"}
 
 
 class LiteCatalog:
@@ -254,7 +255,16 @@ class LiteCatalog:
 
     def _open(self, *, read_only: bool) -> SqliteLite:
         try:
-            lite = SqliteLite(SqliteLiteConfig(file=str(self._path), read_only=read_only))
+            lite = SqliteLite(
+                SqliteLiteConfig(
+                    file=str(self._path),
+                    read_only=read_only,
+                    # Lite commits once per aspect: with the default rollback journal every
+                    # commit is an fsync (~2 ms). WAL with synchronous=NORMAL stays crash-safe
+                    # and makes loading a large catalog about 5x faster.
+                    options={} if read_only else _WRITE_PRAGMAS,
+                )
+            )
             lite.sqlite_client.execute("SELECT 1 FROM metadata_aspect_v2 LIMIT 1").fetchall()
         except sqlite3.Error as exc:
             raise CatalogError(
