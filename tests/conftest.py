@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.standin.fixtures"]
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO.parent / "shared" / "datahub-samples"
 DEMO_DATA = REPO / "src" / "mlcopilot" / "demo_data"

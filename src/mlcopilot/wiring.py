@@ -11,7 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlcopilot.catalog.connection import settings_from_spec
+from mlcopilot.catalog.datahub import DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
+from mlcopilot.catalog.mcp import McpCatalog
 from mlcopilot.errors import UsageError
 from mlcopilot.protocols import Catalog, StateStore
 from mlcopilot.store import default_state_url, open_store
@@ -48,9 +51,14 @@ class Environment:
 
 
 def parse_catalog_spec(spec: str) -> tuple[str, str]:
-    """Split ``kind:location`` (``lite:PATH``, ``datahub:URL``, ``mcp:URL``)."""
+    """Split ``kind:location`` (``lite:PATH``, ``datahub:[URL]``, ``mcp:URL``)."""
     kind, sep, location = spec.partition(":")
-    if not sep or not location or kind not in {"lite", *_NEXT_ISSUE_BACKENDS}:
+    # `datahub:` alone means "the server DataHub's own CLI is configured for".
+    if (
+        not sep
+        or (not location and kind != "datahub")
+        or kind not in {"lite", *_NEXT_ISSUE_BACKENDS}
+    ):
         raise UsageError(
             f"--catalog {spec!r}: expected lite:PATH, datahub:URL or mcp:URL "
             "(e.g. lite:~/.mlcopilot/catalog.db)"
@@ -59,8 +67,18 @@ def parse_catalog_spec(spec: str) -> tuple[str, str]:
 
 
 def open_catalog(spec: str, *, create: bool = False) -> Catalog:
-    """Open the catalog named by ``spec``; only ``lite:`` exists in this version."""
+    """Open the catalog named by ``spec``: ``lite:PATH`` or ``datahub:[URL]`` (no I/O for DataHub).
+
+    ``datahub:`` alone reads the server and token as DataHub's CLI does (``DATAHUB_GMS_URL``,
+    ``DATAHUB_GMS_TOKEN``, ``~/.datahubenv``); ``datahub:URL`` takes the token from
+    ``DATAHUB_GMS_TOKEN``.
+    """
     kind, location = parse_catalog_spec(spec)
+    if kind == "datahub":
+        return DataHubCatalog.from_settings(settings_from_spec(location))
+    if kind == "mcp":
+        # mcp-server-datahub is spawned on first use, with the token from DATAHUB_GMS_TOKEN.
+        return McpCatalog(settings_from_spec(location))
     if kind != "lite":
         raise UsageError(
             f"--catalog {spec!r}: the {kind}: backend is not available in this version yet; "

@@ -11,6 +11,8 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.protocols import Catalog
 from tests.catalog.contract import CatalogContract, MakeCatalog
+from tests.catalog.datahub_backend import needs_standin, standin_catalog
+from tests.catalog.mcp_backend import mcp_catalog, needs_mcp
 
 Factory = Callable[[Path, Sequence[MetadataChangeProposalWrapper]], Catalog]
 
@@ -21,10 +23,16 @@ def lite_catalog(tmp: Path, mcps: Sequence[MetadataChangeProposalWrapper]) -> Ca
     return catalog
 
 
-BACKENDS: dict[str, Factory] = {"lite": lite_catalog}
+BACKENDS: dict[str, Factory] = {
+    "datahub": standin_catalog,
+    "lite": lite_catalog,
+    "mcp": mcp_catalog,
+}
+MARKS = {"datahub": [needs_standin], "mcp": [needs_mcp]}
+PARAMS = [pytest.param(name, marks=MARKS.get(name, [])) for name in sorted(BACKENDS)]
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=PARAMS)
 def make_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeCatalog]:
     factory = BACKENDS[request.param]
     made: list[Catalog] = []

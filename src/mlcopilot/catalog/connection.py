@@ -1,0 +1,134 @@
+"""Where a DataHub server is and how to authenticate to it, read as DataHub's own CLI reads it.
+
+``datahub:`` alone takes everything from the environment (``DATAHUB_GMS_URL``, or
+``DATAHUB_GMS_HOST``/``PORT``/``PROTOCOL``, and ``DATAHUB_GMS_TOKEN``) or from
+``~/.datahubenv``, through acryl-datahub's own loader, so mlcopilot and the ``datahub`` CLI
+always agree. ``datahub:URL`` names the server; the token still comes from
+``DATAHUB_GMS_TOKEN``, or from ``~/.datahubenv`` when that file is about the same server (a
+token is never sent to a server it was not configured for).
+
+The token is kept out of ``repr`` and every message; it is only ever put in the
+``Authorization`` header by the SDK.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass, field
+
+from datahub.cli import config_utils
+from datahub.configuration.env_vars import get_gms_token
+from datahub.ingestion.graph.config import DatahubClientConfig
+
+from mlcopilot.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class DataHubSettings:
+    """One DataHub GMS endpoint and its credentials."""
+
+    server: str
+    """The GMS base URL, e.g. ``http://localhost:8080`` (no trailing slash)."""
+    token: str | None = field(default=None, repr=False)
+    """A personal access token, or None when the server runs without authentication."""
+    source: str = "--catalog"
+    """Where the server came from, for messages (``DATAHUB_GMS_URL``, ``~/.datahubenv``)."""
+    auth: object | None = field(default=None, repr=False)
+    """An OAuth token provider config from ``DATAHUB_AUTH_TYPE`` (acryl-datahub's
+    ``AuthConfig``), used instead of ``token``; opaque to everything but the client."""
+
+    @property
+    def display_url(self) -> str:
+        """The server URL as it may be shown: without any ``user:password@`` part."""
+        return display_url(self.server)
+
+    def client_config(self, **options: object) -> DatahubClientConfig:
+        """The SDK's client config for these settings plus ``options`` (timeouts, retries)."""
+        return DatahubClientConfig(server=self.server, token=self.token, auth=self.auth, **options)
+
+
+def settings_from_spec(location: str) -> DataHubSettings:
+    """The settings for ``--catalog datahub:LOCATION``.
+
+    Args:
+        location: What follows ``datahub:``; empty means "as DataHub's CLI is configured".
+
+    Raises:
+        ConfigError: when no server is configured, the URL is not http(s), or
+            ``~/.datahubenv`` cannot be read.
+    """
+    if not location.strip():
+        return settings_from_environment()
+    server = normalize_url(location)
+    token = get_gms_token() or _datahubenv_token_for(server)
+    return DataHubSettings(server=server, token=token or None, source="--catalog")
+
+
+def settings_from_environment() -> DataHubSettings:
+    """The server and token DataHub's CLI would use: environment first, then ``~/.datahubenv``.
+
+    Raises:
+        ConfigError: when neither configures a server, or ``~/.datahubenv`` is malformed.
+    """
+    from_env = config_utils.get_url_from_env() is not None
+    config = _load_client_config()
+    return DataHubSettings(
+        server=normalize_url(config.server),
+        token=config.token or None,
+        source="DATAHUB_GMS_URL" if from_env else config_utils.CONDENSED_DATAHUB_CONFIG_PATH,
+        auth=config.auth,
+    )
+
+
+def normalize_url(url: str) -> str:
+    """``url`` without trailing slashes; an http(s) URL with a host, or ConfigError."""
+    url = url.strip().rstrip("/")
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(
+            f"datahub:{display_url(url)}: expected the DataHub GMS URL, "
+            "e.g. datahub:http://localhost:8080"
+        )
+    return url
+
+
+def display_url(url: str) -> str:
+    """``url`` with any ``user:password@`` part and query string removed, for messages."""
+    try:
+        parsed = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    host = parsed.hostname or ""
+    netloc = f"{host}:{parsed.port}" if parsed.port else host
+    return urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path, "", ""))
+
+
+def _load_client_config() -> DatahubClientConfig:
+    try:
+        return config_utils.load_client_config()
+    except config_utils.MissingConfigError as exc:
+        raise ConfigError(
+            "no DataHub server configured: set DATAHUB_GMS_URL (and DATAHUB_GMS_TOKEN), run "
+            "`datahub init`, or pass --catalog datahub:URL"
+        ) from exc
+    except SystemExit as exc:
+        # The SDK prints the validation error and exits when ~/.datahubenv is malformed.
+        raise ConfigError(
+            f"{config_utils.CONDENSED_DATAHUB_CONFIG_PATH} is not a valid DataHub CLI "
+            "config; fix it or run `datahub init`"
+        ) from exc
+
+
+def _datahubenv_token_for(server: str) -> str | None:
+    """The token in ``~/.datahubenv`` if that file configures ``server``; else None."""
+    try:
+        raw = config_utils.get_raw_client_config()
+    except OSError:
+        return None
+    gms = raw.get("gms") if isinstance(raw, dict) else None
+    if not isinstance(gms, dict) or not isinstance(gms.get("server"), str):
+        return None
+    if gms["server"].strip().rstrip("/") != server:
+        return None
+    token = gms.get("token")
+    return token if isinstance(token, str) and token else None

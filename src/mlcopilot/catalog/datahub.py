@@ -1,0 +1,868 @@
+"""A live DataHub (GMS) as the catalog: batched reads, multi-hop lineage, idempotent writes.
+
+Entities are read as raw aspects — GraphQL ``entities(urns:) { aspects(...) }`` in batches,
+OpenAPI ``batchGet`` for the types GraphQL has no ``aspects`` on — so
+:mod:`mlcopilot.catalog.aspects` translates them exactly as it translates DataHub Lite's, and
+both backends give the same nodes, edges and lineage for the same metadata.
+
+Lineage is the same breadth-first walk as Lite's, over edges read from aspects, so it has the
+same hops (training data, feature tables and training-run inputs included, which DataHub's
+lineage index misses) and the same paths. What makes it fast is a prefetch: one
+``scrollAcrossLineage`` over all hops finds everything DataHub's index knows upstream of the
+model in ``ceil(N / page)`` requests; those entities are fetched in concurrent batches; the
+hops the index misses are found from the aspects, and the scroll is repeated from them. The
+walk then runs on the cache. Anything the prefetch missed (a partial scroll, an index lagging
+behind) is fetched by the walk itself, one batch per hop, so the result never depends on
+DataHub's lineage index being complete.
+
+Every urn is fetched once per catalog instance (one scan); writes re-read what they change.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import (
+    ENTITY_TYPE_TO_ASPECT_NAMES,
+    StructuredPropertyDefinitionClass,
+    TagPropertiesClass,
+)
+from datahub.metadata.urns import Urn as SdkUrn
+from datahub.utilities.urns.error import InvalidUrnError
+
+from mlcopilot.catalog import aspects as ax
+from mlcopilot.catalog import datahub_queries as q
+from mlcopilot.catalog.connection import DataHubSettings, normalize_url
+from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.errors import CatalogError
+from mlcopilot.lineage import walk_upstream
+from mlcopilot.model import (
+    DocumentWrite,
+    Edge,
+    Lineage,
+    Node,
+    Schema,
+    Urn,
+    Write,
+)
+from mlcopilot.protocols import WalkLimits
+from mlcopilot.redact import register_secret
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds to connect and to wait for each response (DataHub's own client default)."""
+DEFAULT_RETRIES = 2
+"""Retries of a 429/5xx/dropped connection, with the SDK's backoff (0 s, then 4 s)."""
+LINEAGE_PAGE = 1000
+"""Results per ``scrollAcrossLineage`` page: well inside GMS's search limit (5000 default)."""
+SEARCH_PAGE = 1000
+MAX_HISTORY_PROBES = 21
+"""Aspect versions read at most per ``schema_as_of`` (GMS keeps about 20 by default)."""
+
+READ_ASPECTS: tuple[str, ...] = tuple(
+    sorted(
+        {
+            *ax.EDGE_ASPECTS,
+            *ax.REVERSE_EDGE_ASPECTS,
+            *ax.SCHEMA_ASPECTS,
+            *ax.TRAINING_RUN_ASPECTS,
+            # what node_from_aspects reads
+            "datasetProperties",
+            "mlModelProperties",
+            "mlModelGroupProperties",
+            "dataJobInfo",
+            "mlFeatureProperties",
+            "mlPrimaryKeyProperties",
+            "mlFeatureTableProperties",
+            "globalTags",
+            "glossaryTerms",
+            "structuredProperties",
+            "deprecation",
+            "status",
+            # what the write-back compares before writing
+            "tagProperties",
+            "propertyDefinition",
+            "incidentInfo",
+            "documentInfo",
+            # descriptive aspects: an entity holding only these still exists
+            "ownership",
+            "subTypes",
+            "domains",
+            "institutionalMemory",
+            "editableDatasetProperties",
+            "editableMlModelProperties",
+            "editableMlFeatureProperties",
+            "editableMlFeatureTableProperties",
+            "editableMlPrimaryKeyProperties",
+            "editableDataJobProperties",
+        }
+    )
+)
+"""The aspects read for every entity: everything mlcopilot interprets, nothing more."""
+
+_NO_SCROLL = frozenset({"mlFeatureTable"})  # nothing upstream of a feature table is lineage
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+# --- definitions the product writes (tags, structured properties) ---------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TagDefinition:
+    """A tag entity mlcopilot writes onto assets."""
+
+    urn: Urn
+    name: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyDefinition:
+    """A structured property definition mlcopilot writes or reads."""
+
+    urn: Urn
+    display_name: str
+    value_type: Literal["string", "number", "date"]
+    cardinality: Literal["SINGLE", "MULTIPLE"]
+    entity_types: tuple[str, ...]
+    """DataHub entity type names, e.g. ``("mlModel",)``."""
+    description: str
+
+
+Definition = TagDefinition | PropertyDefinition
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What ``/config`` says about the server."""
+
+    version: str | None
+    cloud: bool
+    documents: bool
+    """True when the server has the Document entity (Core ≥ 1.4)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the token belongs to and the platform privileges GMS reports for them."""
+
+    user: str | None
+    privileges: Mapping[str, bool | None]
+
+
+# --- the catalog ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Bundle:
+    """One entity as read: its aspects and who points at it (for the reverse hops)."""
+
+    aspects: dict[str, ax.JsonObject] = field(default_factory=dict)
+    producers: list[Urn] = field(default_factory=list)
+    """Jobs and training runs that write it (incoming ``Produces``)."""
+    tables: list[Urn] = field(default_factory=list)
+    """Feature tables that contain it (incoming ``Contains``)."""
+
+    def edges(self, urn: Urn) -> list[Edge]:
+        """Its upstream edges, in Lite's order: its own aspects', then reverse hops by urn."""
+        own = ax.edges_from_aspects(urn, self.aspects)
+        reverse = [Edge(urn, t, "feature_table") for t in sorted(set(self.tables))]
+        reverse += [Edge(urn, p, "produced_by") for p in sorted(set(self.producers))]
+        return list(dict.fromkeys([*own, *sorted(reverse, key=lambda e: e.upstream)]))
+
+
+class DataHubCatalog:
+    """A :class:`~mlcopilot.protocols.Catalog` over a DataHub GMS, through acryl-datahub.
+
+    Construction does no I/O; the first call connects. One instance is one scan's view: each
+    urn is fetched once and kept, and :meth:`apply` re-reads what it writes.
+
+    Args:
+        server_url: The GMS URL, e.g. ``http://localhost:8080``, or resolved settings.
+        token: A personal access token; None for a server without authentication.
+        batch_size: Urns per ``entities`` query (GMS's complexity limit does not depend on it).
+        max_workers: Requests in flight at once.
+        timeout: Seconds to connect and to wait for each response.
+        retries: Retries of 429/5xx and dropped connections, with backoff.
+        lineage_page: Results per ``scrollAcrossLineage`` page.
+    """
+
+    def __init__(
+        self,
+        server_url: str | DataHubSettings,
+        *,
+        token: str | None = None,
+        batch_size: int = 100,
+        max_workers: int = 4,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        lineage_page: int = LINEAGE_PAGE,
+    ) -> None:
+        if batch_size < 1 or max_workers < 1 or lineage_page < 1:
+            raise ValueError("batch_size, max_workers and lineage_page must be positive")
+        if isinstance(server_url, DataHubSettings):
+            settings = server_url if token is None else replace(server_url, token=token)
+        else:
+            settings = DataHubSettings(server=normalize_url(server_url), token=token or None)
+        # Logs, errors and reports are scrubbed of the token process-wide from here on.
+        register_secret(settings.token)
+        self._settings = settings
+        self._client = GmsClient(settings, timeout=timeout, retries=retries)
+        self._batch_size = batch_size
+        self._max_workers = max_workers
+        self._lineage_page = lineage_page
+        self._executor: ThreadPoolExecutor | None = None
+        self._cache: dict[Urn, _Bundle] = {}
+        self._scrolled: dict[tuple[Urn, tuple[str, ...]], list[Urn]] = {}
+        self.skipped_writes: tuple[Write, ...] = ()
+        """Writes the last :meth:`apply` could not make (documents on a server < 1.4)."""
+
+    @classmethod
+    def from_settings(cls, settings: DataHubSettings, **options: Any) -> DataHubCatalog:
+        """A catalog for resolved settings (see :mod:`mlcopilot.catalog.connection`)."""
+        return cls(settings, **options)
+
+    @property
+    def label(self) -> str:
+        """``datahub:<url>`` (never the token)."""
+        return f"datahub:{self._settings.display_url}"
+
+    # --- Catalog -------------------------------------------------------------------------
+
+    def models(self) -> list[Urn]:
+        """Every ML model that exists and is not soft-deleted, sorted."""
+        found = self.search_urns("MLMODEL")
+        # The search index says which models there are; their aspects say which exist.
+        bundles = self._bundles(found)
+        return sorted(
+            urn
+            for urn in found
+            if ax.exists(bundles[urn].aspects) and not ax.is_removed(bundles[urn].aspects)
+        )
+
+    def search_urns(self, entity_type: str, limit: int | None = None) -> list[Urn]:
+        """Urns of one GraphQL entity type (e.g. ``MLMODEL``) from DataHub's search index.
+
+        Soft-deleted entities are included; at most ``limit`` when given.
+        """
+        found: list[Urn] = []
+        scroll_id: str | None = None
+        page_size = min(limit, SEARCH_PAGE) if limit else SEARCH_PAGE
+        while limit is None or len(found) < limit:
+            variables = q.search_variables([entity_type], page_size, scroll_id)
+            data = self._client.graphql("mlcopilotSearch", q.SEARCH, variables)
+            page = _mapping(data.get("scrollAcrossEntities"), "scrollAcrossEntities")
+            found += _result_urns(page)
+            scroll_id = _next_scroll(page, scroll_id)
+            if scroll_id is None:
+                break
+        found = list(dict.fromkeys(found))
+        return found[:limit] if limit else found
+
+    def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
+        """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""
+        bundles = self._bundles(urns)
+        jobs = {job for b in bundles.values() for job in ax.training_jobs(b.aspects)}
+        related = {u: b.aspects for u, b in self._bundles(sorted(jobs)).items()} if jobs else {}
+        return {urn: _node(urn, bundles[urn].aspects, related) for urn in urns}
+
+    def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Every edge one hop upstream of each urn, with Lite's edge semantics."""
+        bundles = self._bundles(urns)
+        edges: dict[Edge, None] = {}
+        for urn in dict.fromkeys(urns):
+            edges.update(dict.fromkeys(bundles[urn].edges(urn)))
+        return list(edges)
+
+    def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
+        """The upstream lineage of ``root`` within ``limits`` (see the module docstring)."""
+        self._prefetch(root, limits)
+        return walk_upstream(self, root, limits)
+
+    def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
+        """The schema of the newest version written before ``when``; None if history lacks it.
+
+        Versions are read newest first (OpenAPI ``batchGet`` with ``If-Version-Match``), at
+        most :data:`MAX_HISTORY_PROBES` of them, and dated by their audit stamp (the time the
+        version was written), else ``systemMetadata.lastObserved``.
+        """
+        as_of = ax.datetime_to_ms(when)
+        entity_type = _entity_type(urn)
+        if as_of <= 0 or entity_type is None:
+            return None
+        current = self._versions(urn, entity_type, dict.fromkeys(ax.SCHEMA_ASPECTS, 0))
+        if "schemaMetadata" not in current:
+            return None
+        return self._schema_before(urn, entity_type, current, as_of)
+
+    def _schema_before(
+        self, urn: Urn, entity_type: str, current: Mapping[str, ax.JsonObject], as_of: int
+    ) -> Schema | None:
+        """Walk each schema aspect's versions down from the newest to the first before ``as_of``.
+
+        The v0 envelope names the newest version but is not dated by its own write (Lite
+        keeps v0's first-write time; GMS bumps ``lastObserved`` on every re-ingestion), so the
+        walk starts at that version number rather than trusting v0's stamps.
+        """
+        found: dict[str, ax.JsonObject] = {}
+        pending = {name: anchor for name, env in current.items() if (anchor := _newest_row(env))}
+        for name in current.keys() - pending.keys():
+            # No version number to walk from: the current value is all history can tell.
+            if (written := _written_at(current[name])) is not None and written < as_of:
+                found[name] = current[name]["value"]
+        for _ in range(MAX_HISTORY_PROBES):
+            if not pending:
+                break
+            got = self._versions(urn, entity_type, pending)
+            following: dict[str, int] = {}
+            for name, version in pending.items():
+                envelope = got.get(name)
+                written = _written_at(envelope) if envelope else None
+                if envelope is not None and written is not None and written < as_of:
+                    found[name] = envelope["value"]
+                elif version > 1:
+                    following[name] = version - 1
+            pending = following
+        return ax.schema_from_aspects(found) if "schemaMetadata" in found else None
+
+    def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
+        """Make DataHub hold ``writes``; return those that changed something.
+
+        Exactly Lite's semantics: writes to one entity fold in order, missing tags and
+        structured property definitions are created, and re-applying returns ``[]``. What is
+        there is read fresh (not from this scan's cache), and only changed aspects are
+        emitted, as UPSERTs of deterministic urns — never ``raiseIncident``, which would make
+        a new incident on every retry. Documents need DataHub ≥ 1.4; on an older server they
+        are skipped, logged and listed in :attr:`skipped_writes`.
+        """
+        wanted, self.skipped_writes = self._gate_documents(writes)
+        needs = [ax.write_target(w) for w in wanted]
+        needs += [urn for w in wanted for urn in _prerequisites(w)]
+        bundles = self._bundles(needs, refresh=True)
+        state = {urn: dict(bundle.aspects) for urn, bundle in bundles.items()}
+        pending: dict[tuple[Urn, str], ax.JsonObject] = {}
+        changed: list[Write] = []
+        for write in wanted:
+            updates = _updates_for(write, state)
+            for urn, name, value in updates:
+                state.setdefault(urn, {})[name] = value
+                pending[(urn, name)] = value
+            if updates:
+                changed.append(write)
+        _check_writable(pending)  # a dry run refuses what the real one would
+        if pending and not dry_run:
+            self._emit(pending)
+        return changed
+
+    def close(self) -> None:
+        """Release connections and worker threads."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- setup and doctor ----------------------------------------------------------------
+
+    def server_info(self) -> ServerInfo:
+        """The server's version and whether it has Documents (``GET /config``)."""
+        config = self._client.server_config()
+        return ServerInfo(
+            version=config.service_version,
+            cloud=config.is_datahub_cloud,
+            documents=self._client.supports_documents(),
+        )
+
+    def whoami(self) -> Identity:
+        """Who the token is (GraphQL ``me``); CatalogError when the token is refused."""
+        data = self._client.graphql("mlcopilotMe", q.ME, {})
+        me = data.get("me") if isinstance(data.get("me"), Mapping) else {}
+        user = (me.get("corpUser") or {}).get("username") if isinstance(me, Mapping) else None
+        raw = me.get("platformPrivileges") if isinstance(me, Mapping) else None
+        privileges = dict(raw) if isinstance(raw, Mapping) else {}
+        return Identity(user=user if isinstance(user, str) else None, privileges=privileges)
+
+    def edit_privileges(self, urns: Sequence[Urn]) -> dict[Urn, dict[str, bool | None]]:
+        """What the token may edit on each urn (a read: GraphQL ``privileges``)."""
+        if not urns:
+            return {}
+        data = self._client.graphql("mlcopilotPrivileges", q.PRIVILEGES, {"urns": list(urns)})
+        result: dict[Urn, dict[str, bool | None]] = {}
+        for entity in data.get("entities") or []:
+            if isinstance(entity, Mapping) and isinstance(entity.get("privileges"), Mapping):
+                result[str(entity["urn"])] = dict(entity["privileges"])
+        return result
+
+    def missing_definitions(self, definitions: Sequence[Definition]) -> list[Urn]:
+        """The urns of ``definitions`` DataHub does not hold yet (read fresh)."""
+        bundles = self._bundles([d.urn for d in definitions], refresh=True)
+        return [d.urn for d in definitions if _definition_aspect(d) not in bundles[d.urn].aspects]
+
+    def ensure_definitions(
+        self, definitions: Sequence[Definition], *, dry_run: bool = False
+    ) -> list[Urn]:
+        """Create each definition DataHub lacks; return the urns created (idempotent).
+
+        An existing definition is never overwritten, so descriptions edited in DataHub stay.
+        """
+        missing = set(self.missing_definitions(definitions))
+        pending = {
+            (d.urn, _definition_aspect(d)): _definition_json(d)
+            for d in definitions
+            if d.urn in missing
+        }
+        if pending and not dry_run:
+            self._emit(pending)
+        return [d.urn for d in definitions if d.urn in missing]
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _bundles(self, urns: Iterable[Urn], *, refresh: bool = False) -> dict[Urn, _Bundle]:
+        wanted = list(dict.fromkeys(urns))
+        todo = [u for u in wanted if refresh or u not in self._cache]
+        if todo:
+            self._cache.update(self._fetch(todo))
+        return {u: self._cache[u] for u in wanted}
+
+    def _fetch(self, urns: Sequence[Urn]) -> dict[Urn, _Bundle]:
+        """Read ``urns`` in batches, concurrently: GraphQL for most, OpenAPI for the rest."""
+        bundles = {urn: _Bundle() for urn in urns}
+        graphql: list[Urn] = []
+        openapi: dict[str, list[Urn]] = {}
+        for urn in urns:
+            entity_type = _entity_type(urn)
+            if entity_type is None:
+                continue  # not an urn GMS could know: no aspects, exists=False
+            if entity_type in q.RELATIONSHIP_TYPES:
+                graphql.append(urn)
+            if entity_type not in q.GRAPHQL_TYPES and _openapi_aspects(entity_type):
+                openapi.setdefault(entity_type, []).append(urn)
+        tasks: list[Callable[[], list[tuple[Urn, _Bundle]]]] = [
+            _bind(self._graphql_batch, chunk) for chunk in _chunks(graphql, self._batch_size)
+        ]
+        tasks += [
+            _bind(self._openapi_batch, entity_type, chunk)
+            for entity_type, of_type in openapi.items()
+            for chunk in _chunks(of_type, self._batch_size)
+        ]
+        for partial in self._run(tasks):
+            for urn, part in partial:
+                if urn in bundles:
+                    _merge(bundles[urn], part)
+        return bundles
+
+    def _graphql_batch(self, urns: Sequence[Urn]) -> list[tuple[Urn, _Bundle]]:
+        variables = q.entities_variables(urns, READ_ASPECTS)
+        data = self._client.graphql("mlcopilotEntities", q.ENTITIES, variables)
+        result: list[tuple[Urn, _Bundle]] = []
+        for entity in data.get("entities") or []:
+            if not isinstance(entity, Mapping) or not isinstance(entity.get("urn"), str):
+                continue  # GMS answers null for an urn it has nothing on
+            urn = entity["urn"]
+            bundle = _Bundle(aspects=_raw_aspects(urn, entity.get("aspects")))
+            operation = _operation(entity.get("operations"))
+            if operation is not None:
+                bundle.aspects["operation"] = operation
+            bundle.producers = self._related(urn, entity.get("producers"), q.PRODUCES)
+            bundle.tables = self._related(urn, entity.get("tables"), q.CONTAINS)
+            result.append((urn, bundle))
+        return result
+
+    def _related(self, urn: Urn, page: object, types: Sequence[str]) -> list[Urn]:
+        """Source urns of incoming ``types`` relationships, following further pages."""
+        holders: list[Urn] = []
+        while isinstance(page, Mapping):
+            relationships = page.get("relationships") or []
+            holders += _relationship_sources(relationships, types)
+            start = _int(page.get("start")) + len(relationships)
+            if not relationships or start >= _int(page.get("total")):
+                break
+            data = self._client.graphql(
+                "mlcopilotRelationships",
+                q.RELATIONSHIPS,
+                {"urn": urn, "input": q.incoming(types, start)},
+            )
+            entity = data.get("entity")
+            page = entity.get("relationships") if isinstance(entity, Mapping) else None
+        return holders
+
+    def _openapi_batch(self, entity_type: str, urns: Sequence[Urn]) -> list[tuple[Urn, _Bundle]]:
+        names = _openapi_aspects(entity_type)
+        items = [{"urn": urn, **{name: {} for name in names}} for urn in urns]
+        result: list[tuple[Urn, _Bundle]] = []
+        for entity in self._client.batch_get(entity_type, items):
+            urn = entity.get("urn")
+            if isinstance(urn, str):
+                aspects = {
+                    name: env["value"]
+                    for name, env in entity.items()
+                    if name in names
+                    and isinstance(env, Mapping)
+                    and isinstance(env.get("value"), dict)
+                }
+                result.append((urn, _Bundle(aspects=aspects)))
+        return result
+
+    def _versions(
+        self, urn: Urn, entity_type: str, versions: Mapping[str, int]
+    ) -> dict[str, ax.JsonObject]:
+        """One version of each named aspect of ``urn``: its envelope (value, metadata)."""
+        item: dict[str, Any] = {"urn": urn}
+        for name, version in versions.items():
+            item[name] = {"headers": {"If-Version-Match": str(version)}}
+        found: dict[str, ax.JsonObject] = {}
+        for entity in self._client.batch_get(entity_type, [item], system_metadata=True):
+            if entity.get("urn") != urn:
+                continue
+            for name in versions:
+                envelope = entity.get(name)
+                if isinstance(envelope, dict) and isinstance(envelope.get("value"), dict):
+                    found[name] = envelope
+        return found
+
+    # --- lineage prefetch ----------------------------------------------------------------
+
+    def _prefetch(self, root: Urn, limits: WalkLimits) -> None:
+        """Load everything upstream of ``root`` into the cache in as few requests as it takes.
+
+        Round by round: fetch the pending urns; scroll DataHub's lineage from those whose
+        edges lead somewhere not yet fetched; fetch what the scrolls found; the next round's
+        pending urns are the hops the index missed (edge targets still not fetched).
+        """
+        degrees = tuple(q.degrees_for(limits.max_hops))
+        examined: set[Urn] = set()
+        pending = [root]
+        for _ in range(max(1, limits.max_hops)):
+            if not pending or len(examined) >= limits.max_nodes:
+                break
+            if pending == [root] and root not in self._cache:
+                # The model almost always has lineage: scroll at once and fetch it together
+                # with what the scroll finds, one request earlier.
+                roots = [root] if _entity_type(root) not in _NO_SCROLL else []
+            else:
+                bundles = self._bundles(pending)
+                roots = [u for u in pending if self._worth_scrolling(u, bundles[u])]
+            found = self._scroll_all(roots, degrees, limits.max_nodes)
+            reached = list(dict.fromkeys([*pending, *found]))
+            self._bundles(reached)
+            examined.update(reached)
+            pending = list(
+                dict.fromkeys(
+                    edge.upstream
+                    for urn in reached
+                    for edge in self._cache[urn].edges(urn)
+                    if edge.upstream not in examined
+                )
+            )
+
+    def _worth_scrolling(self, urn: Urn, bundle: _Bundle) -> bool:
+        if _entity_type(urn) in _NO_SCROLL:
+            return False
+        return any(edge.upstream not in self._cache for edge in bundle.edges(urn))
+
+    def _scroll_all(self, roots: Sequence[Urn], degrees: tuple[str, ...], limit: int) -> list[Urn]:
+        todo = [r for r in roots if (r, degrees) not in self._scrolled]
+        results = self._run([_bind(self._scroll, r, degrees, limit) for r in todo])
+        for root, found in zip(todo, results, strict=True):
+            self._scrolled[(root, degrees)] = found
+        return [u for r in roots for u in self._scrolled[(r, degrees)]]
+
+    def _scroll(self, root: Urn, degrees: tuple[str, ...], limit: int) -> list[Urn]:
+        """Everything DataHub's lineage index has upstream of ``root``, page by page."""
+        found: list[Urn] = []
+        scroll_id: str | None = None
+        while len(found) < limit:
+            variables = q.lineage_variables(root, degrees, self._lineage_page, scroll_id)
+            data = self._client.graphql("mlcopilotLineage", q.LINEAGE, variables)
+            page = data.get("scrollAcrossLineage")
+            if not isinstance(page, Mapping):
+                break  # GMS answers null for an urn it has no lineage document for
+            found += _result_urns(page)
+            if page.get("isPartial"):
+                # Hit GMS's relation cap or graph timeout; the walk fetches what is missing.
+                log.info("%s: DataHub's lineage of %s is partial", self.label, root)
+            scroll_id = _next_scroll(page, scroll_id)
+            if scroll_id is None:
+                break
+        return found
+
+    # --- writing -------------------------------------------------------------------------
+
+    def _gate_documents(self, writes: Sequence[Write]) -> tuple[list[Write], tuple[Write, ...]]:
+        documents = [w for w in writes if isinstance(w, DocumentWrite)]
+        if not documents or self._client.supports_documents():
+            return list(writes), ()
+        log.warning(
+            "%s: DataHub %s has no Document entity (needs 1.4 or later); "
+            "skipped %d document write(s)",
+            self.label,
+            self._client.version() or "(version unknown)",
+            len(documents),
+        )
+        return [w for w in writes if not isinstance(w, DocumentWrite)], tuple(documents)
+
+    def _emit(self, pending: Mapping[tuple[Urn, str], ax.JsonObject]) -> None:
+        _check_writable(pending)
+        try:
+            mcps = [
+                MetadataChangeProposalWrapper(entityUrn=urn, aspect=ax.from_json(name, value))
+                for (urn, name), value in pending.items()
+            ]
+        except ax.TranslationError as exc:
+            raise CatalogError(f"cannot write to {self.label}: {exc}") from exc
+        try:
+            self._client.emit(mcps)
+        finally:
+            # Whatever happened, what DataHub holds for these urns is no longer what we read.
+            for urn, _ in pending:
+                self._cache.pop(urn, None)
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def _run(self, tasks: Sequence[Callable[[], _R]]) -> list[_R]:
+        """Run ``tasks`` with at most ``max_workers`` in flight; results in task order."""
+        if len(tasks) <= 1 or self._max_workers == 1:
+            return [task() for task in tasks]
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=self._max_workers, thread_name_prefix="mlcopilot-datahub"
+            )
+        return list(self._executor.map(lambda task: task(), tasks))
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _bind(function: Callable[..., _R], *args: Any) -> Callable[[], _R]:
+    return lambda: function(*args)
+
+
+def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _entity_type(urn: Urn) -> str | None:
+    """The urn's entity type segment, or None for a string GMS could not parse as an urn."""
+    try:
+        return str(SdkUrn.from_string(urn).entity_type)
+    except (InvalidUrnError, ValueError):
+        return None
+
+
+def _openapi_aspects(entity_type: str) -> list[str]:
+    """The aspects of :data:`READ_ASPECTS` that ``entity_type`` has (none if unknown)."""
+    names = set(ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type) or ())
+    return [name for name in READ_ASPECTS if name in names]
+
+
+def _merge(into: _Bundle, part: _Bundle) -> None:
+    into.aspects.update(part.aspects)
+    into.producers += part.producers
+    into.tables += part.tables
+
+
+def _raw_aspects(urn: Urn, raw: object) -> dict[str, ax.JsonObject]:
+    aspects: dict[str, ax.JsonObject] = {}
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, Mapping) or not item.get("payload"):
+            continue
+        try:
+            value = json.loads(item["payload"])
+        except (TypeError, ValueError) as exc:
+            raise CatalogError(
+                f"DataHub sent a malformed {item.get('aspectName')} aspect for {urn}: {exc}"
+            ) from exc
+        if isinstance(value, dict):
+            aspects[str(item.get("aspectName"))] = value
+    return aspects
+
+
+def _operation(raw: object) -> ax.JsonObject | None:
+    """The latest ``operation`` (a timeseries aspect) in its aspect JSON form."""
+    if not isinstance(raw, list) or not raw or not isinstance(raw[0], Mapping):
+        return None
+    latest = raw[0]
+    if latest.get("lastUpdatedTimestamp") is None:
+        return None
+    keys = ("timestampMillis", "lastUpdatedTimestamp", "operationType", "customOperationType")
+    return {k: latest[k] for k in keys if latest.get(k) is not None}
+
+
+def _relationship_sources(relationships: object, types: Sequence[str]) -> list[Urn]:
+    wanted = set(types)
+    holders: list[Urn] = []
+    for item in relationships if isinstance(relationships, list) else []:
+        entity = item.get("entity") if isinstance(item, Mapping) else None
+        if isinstance(entity, Mapping) and item.get("type") in wanted:
+            urn = entity.get("urn")
+            if isinstance(urn, str) and _holds(urn, wanted):
+                holders.append(urn)
+    return holders
+
+
+def _holds(urn: Urn, types: set[str]) -> bool:
+    """True when ``urn`` is of a type Lite's reverse hops count for these relationships."""
+    entity_type = _entity_type(urn)
+    if "Contains" in types:
+        return entity_type == "mlFeatureTable"
+    return entity_type in ("dataJob", "dataProcessInstance")
+
+
+def _result_urns(page: Mapping[str, Any]) -> list[Urn]:
+    urns: list[Urn] = []
+    for result in page.get("searchResults") or []:
+        entity = result.get("entity") if isinstance(result, Mapping) else None
+        if isinstance(entity, Mapping) and isinstance(entity.get("urn"), str):
+            urns.append(entity["urn"])
+    return urns
+
+
+def _next_scroll(page: Mapping[str, Any], previous: str | None) -> str | None:
+    """The next scroll id; None at the end (or if the server repeats itself)."""
+    scroll_id = page.get("nextScrollId")
+    if not isinstance(scroll_id, str) or not scroll_id or scroll_id == previous:
+        return None
+    if not page.get("searchResults"):
+        return None
+    return scroll_id
+
+
+def _mapping(value: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise CatalogError(f"DataHub answered {what} with no result")
+    return value
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _node(urn: Urn, aspects: ax.Aspects, related: Mapping[Urn, ax.Aspects]) -> Node:
+    try:
+        return ax.node_from_aspects(urn, aspects, related=related)
+    except ax.TranslationError as exc:
+        raise CatalogError(f"DataHub's metadata for {urn} does not fit its model: {exc}") from exc
+
+
+def _newest_row(envelope: Mapping[str, Any]) -> int | None:
+    """The newest positive version of an aspect, from its v0 envelope's system metadata.
+
+    GMS reports it as ``systemMetadata.version``; DataHub Lite (and a stand-in over it) as
+    ``systemMetadata.properties.sysVersion``.
+    """
+    meta = envelope.get("systemMetadata")
+    if not isinstance(meta, Mapping):
+        return None
+    properties = meta.get("properties")
+    for raw in (meta.get("version"), (properties or {}).get("sysVersion")):
+        try:
+            number = int(raw) if raw is not None and not isinstance(raw, bool) else 0
+        except (TypeError, ValueError):
+            continue
+        if number >= 1:
+            return number
+    return None
+
+
+def _written_at(envelope: Mapping[str, Any]) -> int | None:
+    """When a version was written: its audit stamp, else its ``lastObserved``."""
+    for container, key in (("auditStamp", "time"), ("systemMetadata", "lastObserved")):
+        holder = envelope.get(container)
+        value = holder.get(key) if isinstance(holder, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _prerequisites(write: Write) -> dict[Urn, dict[str, ax.JsonObject]]:
+    try:
+        return ax.prerequisites(write)
+    except ax.TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc
+
+
+def _updates_for(
+    write: Write, state: Mapping[Urn, Mapping[str, ax.JsonObject]]
+) -> list[tuple[Urn, str, ax.JsonObject]]:
+    """The aspect writes that make DataHub hold ``write`` — the same rule as Lite's."""
+    target = ax.write_target(write)
+    needed = _prerequisites(write)
+    try:
+        own = ax.aspects_for_write(write, state.get(target, {}))
+    except ax.TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc
+    updates = [
+        (urn, name, value)
+        for urn, required in needed.items()
+        for name, value in required.items()
+        if name not in state.get(urn, {})
+    ]
+    return updates + [(target, name, value) for name, value in own.items()]
+
+
+def _check_writable(pending: Iterable[tuple[Urn, str]]) -> None:
+    """Refuse an aspect GMS's entity registry does not give the entity's type.
+
+    GMS answers 422 for it, possibly after writing the rest of the batch; refusing up front
+    keeps a write-back all or nothing.
+    """
+    for urn, name in pending:
+        entity_type = _entity_type(urn) or ""
+        allowed = ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type)
+        if allowed is not None and name not in allowed:
+            raise CatalogError(
+                f"cannot write {name} on {urn}: DataHub has no such aspect on {entity_type}"
+            )
+
+
+def _definition_aspect(definition: Definition) -> str:
+    return "tagProperties" if isinstance(definition, TagDefinition) else "propertyDefinition"
+
+
+def _definition_json(definition: Definition) -> ax.JsonObject:
+    if isinstance(definition, TagDefinition):
+        return ax.to_json(
+            TagPropertiesClass(name=definition.name, description=definition.description)
+        )
+    return ax.to_json(
+        StructuredPropertyDefinitionClass(
+            qualifiedName=definition.urn.removeprefix(ax.STRUCTURED_PROPERTY_PREFIX),
+            displayName=definition.display_name,
+            valueType=f"urn:li:dataType:datahub.{definition.value_type}",
+            cardinality=definition.cardinality,
+            entityTypes=[f"urn:li:entityType:datahub.{t}" for t in definition.entity_types],
+            description=definition.description,
+        )
+    )
+
+
+__all__ = [
+    "READ_ASPECTS",
+    "DataHubCatalog",
+    "Definition",
+    "Identity",
+    "PropertyDefinition",
+    "ServerInfo",
+    "TagDefinition",
+]

@@ -1,0 +1,295 @@
+"""The HTTP side of the DataHub backend: acryl-datahub's ``DataHubGraph``, with failures mapped.
+
+Every call goes through the SDK's session (its auth header, retries on 429/5xx with backoff,
+timeouts). What fails is translated at this one boundary into mlcopilot's errors, with one
+line that names the endpoint and the operation and never the token:
+
+- unreachable, refused, DNS, timeout, 5xx/429 after the retries → :class:`CatalogUnavailable`
+- 401/403 → :class:`CatalogError` saying the token was refused
+- other HTTP errors, GraphQL errors, malformed JSON → :class:`CatalogError`
+
+The constructor does no I/O. Each worker thread gets its own ``DataHubGraph`` (the SDK does
+not promise its session is thread-safe); all are closed by :meth:`GmsClient.close`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import requests
+from datahub.configuration.common import ConfigurationError, GraphError, OperationalError
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.ingestion.graph.client import DataHubGraph
+from datahub.utilities.server_config_util import RestServiceConfig
+
+from mlcopilot.catalog.connection import DataHubSettings
+from mlcopilot.errors import CatalogError, CatalogUnavailable
+
+log = logging.getLogger(__name__)
+
+Json = dict[str, Any]
+
+DOCUMENTS_SINCE = (1, 4, 0)
+"""The first DataHub Core release with the Document entity (mcp-server gates on the same)."""
+DOCUMENTS_SINCE_CLOUD = (0, 3, 16)
+
+_TOKEN_HINT = (
+    "set DATAHUB_GMS_TOKEN to a personal access token of a user who may read metadata "
+    "(and, for the write-back, edit tags, structured properties and incidents)"
+)
+
+
+class GmsClient:
+    """DataHub GMS over acryl-datahub's ``DataHubGraph``: GraphQL, OpenAPI, /config, emit.
+
+    Args:
+        settings: Server and credentials.
+        timeout: Seconds to connect and, separately, to wait for each response.
+        retries: How often the SDK retries a 429/5xx/connection failure (with backoff) before
+            the call fails; the worst case per call is about ``(retries + 1) * timeout``
+            plus ``2 * (2**retries - 2)`` seconds of backoff.
+        pool_size: Connections kept per worker thread.
+    """
+
+    def __init__(
+        self, settings: DataHubSettings, *, timeout: float, retries: int, pool_size: int = 4
+    ) -> None:
+        self.settings = settings
+        self.timeout = timeout
+        self.retries = retries
+        self._pool_size = pool_size
+        self._local = threading.local()
+        self._graphs: list[DataHubGraph] = []
+        self._lock = threading.Lock()
+        self._config: RestServiceConfig | None = None
+
+    @property
+    def url(self) -> str:
+        """The server URL as it may be shown."""
+        return self.settings.display_url
+
+    # --- calls ---------------------------------------------------------------------------
+
+    def server_config(self) -> RestServiceConfig:
+        """GMS's ``/config`` (fetched once): the server version and flavour."""
+        if self._config is None:
+            raw = self._request("GET", "/config", operation="GET /config")
+            if not isinstance(raw, dict) or raw.get("noCode") != "true":
+                raise CatalogError(
+                    f"{self.url} is not DataHub GMS: /config does not say noCode=true "
+                    "(is this the frontend? GMS is usually on port 8080, or <frontend>/api/gms)"
+                )
+            self._config = RestServiceConfig(raw_config=raw)
+        return self._config
+
+    def version(self) -> str | None:
+        """The server's version string, e.g. ``v1.5.0``; None when /config does not say."""
+        return self.server_config().service_version
+
+    def supports_documents(self) -> bool:
+        """True when the server has the Document entity (Core ≥ 1.4, Cloud ≥ 0.3.16)."""
+        config = self.server_config()
+        try:
+            since = DOCUMENTS_SINCE_CLOUD if config.is_datahub_cloud else DOCUMENTS_SINCE
+            return config.is_version_at_least(*since)
+        except ValueError:  # an unparsable version string: assume nothing
+            return False
+
+    def graphql(self, operation: str, query: str, variables: Mapping[str, Any]) -> Json:
+        """The ``data`` of one GraphQL operation; errors in the response raise CatalogError."""
+        with self._errors(f"GraphQL {operation}"):
+            data = self._graph().execute_graphql(
+                query,
+                variables=dict(variables),
+                operation_name=operation,
+                format_exception=False,  # keep the error list, to report its messages
+            )
+        if not isinstance(data, dict):
+            raise CatalogError(f"DataHub at {self.url} answered GraphQL {operation} with no data")
+        return data
+
+    def batch_get(
+        self, entity_type: str, items: Sequence[Json], *, system_metadata: bool = False
+    ) -> list[Json]:
+        """OpenAPI v3 ``batchGet`` of ``entity_type``: one envelope per entity found.
+
+        An entity type GMS does not know answers 404/400 and yields no entities.
+        """
+        path = f"/openapi/v3/entity/{urllib.parse.quote(entity_type.lower())}/batchGet"
+        params = {"systemMetadata": "true" if system_metadata else "false"}
+        body = self._request(
+            "POST",
+            path,
+            operation=f"OpenAPI batchGet {entity_type}",
+            params=params,
+            json_body=list(items),
+            missing_ok=True,
+        )
+        if body is None:
+            return []
+        if not isinstance(body, list):
+            raise CatalogError(
+                f"DataHub at {self.url} answered OpenAPI batchGet {entity_type} with "
+                f"{type(body).__name__}, not a list"
+            )
+        return [entity for entity in body if isinstance(entity, dict)]
+
+    def emit(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> None:
+        """Write ``mcps`` (UPSERTs) in as few requests as the payload limits allow."""
+        if mcps:
+            with self._errors(f"write of {len(mcps)} aspect(s)"):
+                self._graph().emit_mcps(list(mcps))
+
+    def close(self) -> None:
+        """Close every worker's session."""
+        with self._lock:
+            graphs, self._graphs = self._graphs, []
+        for graph in graphs:
+            graph.close()
+        self._local = threading.local()
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def _graph(self) -> DataHubGraph:
+        graph: DataHubGraph | None = getattr(self._local, "graph", None)
+        if graph is None:
+            config = self.settings.client_config(
+                timeout_sec=self.timeout,
+                retry_max_times=self.retries,
+                pool_maxsize=self._pool_size,
+                # One batch endpoint for every write, whatever the server version says.
+                openapi_ingestion=False,
+            )
+            graph = DataHubGraph(config)
+            self._local.graph = graph
+            with self._lock:
+                self._graphs.append(graph)
+        return graph
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        operation: str,
+        params: Mapping[str, str] | None = None,
+        json_body: object = None,
+        missing_ok: bool = False,
+    ) -> Any:
+        session = self._graph().session
+        url = f"{self.settings.server}{path}"
+        with self._errors(operation):
+            response = session.request(
+                method,
+                url,
+                params=params,
+                data=None if json_body is None else json.dumps(json_body),
+                headers={"Content-Type": "application/json", "Accept": "application/json"},
+            )
+            if missing_ok and response.status_code in (400, 404):
+                return None
+            response.raise_for_status()
+            return response.json()
+
+    @contextmanager
+    def _errors(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except CatalogError:
+            raise
+        except (
+            requests.RequestException,
+            OperationalError,
+            GraphError,
+            ConfigurationError,
+            ValueError,
+            KeyError,
+        ) as exc:
+            self._raise_for(exc, operation)
+
+    def _raise_for(self, exc: Exception, operation: str) -> NoReturn:
+        where = f"DataHub at {self.url}"
+        status = _status(exc)
+        if status in (401, 403):
+            raise CatalogError(
+                f"{where} refused the token ({status}) on {operation}: {_TOKEN_HINT}"
+            ) from exc
+        if status is not None and (status >= 500 or status == 429):
+            raise CatalogUnavailable(
+                f"{where} failed with HTTP {status} on {operation} (after {self.retries} retries)"
+            ) from exc
+        if status is not None:
+            raise CatalogError(f"{where} answered HTTP {status} on {operation}") from exc
+        if isinstance(exc, GraphError):
+            raise CatalogError(
+                f"{where}: {operation} failed: {self._scrub(_graph_error(exc))}"
+            ) from exc
+        reason = _connection_failure(exc, self.timeout)
+        if reason is not None:
+            raise CatalogUnavailable(f"cannot reach {where} ({operation}): {reason}") from exc
+        raise CatalogError(
+            f"{where} answered {operation} with malformed data: {self._scrub(_first_line(exc))}"
+        ) from exc
+
+    def _scrub(self, text: str) -> str:
+        token = self.settings.token
+        return text.replace(token, "***") if token else text
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status behind ``exc`` (the SDK wraps HTTPError in OperationalError)."""
+    for item in _chain(exc):
+        response = getattr(item, "response", None)
+        status = getattr(response, "status_code", None)
+        if isinstance(status, int) and status >= 400:
+            return status
+    return None
+
+
+def _connection_failure(exc: BaseException, timeout: float) -> str | None:
+    """A short reason when ``exc`` means the server could not be reached; else None."""
+    for item in _chain(exc):
+        text = str(item).lower()
+        if isinstance(item, requests.Timeout) or "timed out" in text:
+            return f"no answer within {timeout:g}s"
+        if isinstance(item, requests.ConnectionError):
+            if "refused" in text:
+                return "connection refused"
+            if any(s in text for s in ("name or service", "nodename", "getaddrinfo", "resolve")):
+                return "host name not found"
+            if "ssl" in text or "certificate" in text:
+                return "TLS handshake failed"
+            if "reset" in text or "aborted" in text or "remote end closed" in text:
+                return "connection dropped"
+            return "connection failed"
+    return None
+
+
+def _graph_error(exc: GraphError) -> str:
+    """The messages of a GraphQL error response, joined; at most 300 characters."""
+    errors = exc.args[0] if exc.args else exc
+    messages: list[str] = []
+    if isinstance(errors, list):
+        messages = [str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors]
+    text = "; ".join(messages) or _first_line(exc)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _first_line(exc: BaseException) -> str:
+    text = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,229 @@
+"""Every GraphQL document the DataHub backend sends, with the variables each one takes.
+
+They are plain strings so a test can validate each against DataHub's SDL (graphql-core) and
+estimate its complexity against GMS's limit (``graphQL.query.complexityLimit``, 2000).
+GMS's complexity is static: every selected field counts once, however many urns a list
+variable carries, so batch size is bounded by response size and server time, not by the limit.
+
+Nothing here uses a type or field newer than DataHub 1.0, so the same documents work on every
+server the backend supports; the Document entity (1.4+) is read over OpenAPI instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+GRAPHQL_TYPES: dict[str, str] = {
+    "dataset": "Dataset",
+    "mlModel": "MLModel",
+    "mlModelGroup": "MLModelGroup",
+    "mlFeature": "MLFeature",
+    "mlPrimaryKey": "MLPrimaryKey",
+    "mlFeatureTable": "MLFeatureTable",
+    "dataJob": "DataJob",
+    "tag": "Tag",
+}
+"""Entity types whose GraphQL type has ``aspects(input:)``: their raw aspects come from
+``entities(urns:)``. Every other type's aspects come from OpenAPI ``batchGet``."""
+
+RELATIONSHIP_TYPES: frozenset[str] = frozenset({*GRAPHQL_TYPES, "dataProcessInstance"})
+"""Entity types queried through GraphQL (for aspects and/or incoming relationships)."""
+
+PRODUCES = ("Produces", "DataProcessInstanceProduces")
+"""Relationships from a job or training run to what it writes (the ``produced_by`` hop)."""
+CONTAINS = ("Contains",)
+"""Relationship from a feature table to its features (the ``feature_table`` hop)."""
+RELATIONSHIP_PAGE = 1000
+
+_RAW = "aspects(input: $aspects) { aspectName payload }"
+_PRODUCERS = "producers: relationships(input: $producers) { ...related }"
+_TABLES = "tables: relationships(input: $tables) { ...related }"
+_OPERATIONS = (
+    "operations(limit: 1) { timestampMillis lastUpdatedTimestamp operationType "
+    "customOperationType }"
+)
+
+ENTITIES = f"""
+query mlcopilotEntities(
+  $urns: [String!]!
+  $aspects: AspectParams
+  $producers: RelationshipsInput!
+  $tables: RelationshipsInput!
+) {{
+  entities(urns: $urns) {{
+    urn
+    type
+    ... on Dataset {{ {_RAW} {_OPERATIONS} {_PRODUCERS} }}
+    ... on MLModel {{ {_RAW} {_PRODUCERS} }}
+    ... on MLFeature {{ {_RAW} {_TABLES} }}
+    ... on MLModelGroup {{ {_RAW} }}
+    ... on MLPrimaryKey {{ {_RAW} }}
+    ... on MLFeatureTable {{ {_RAW} }}
+    ... on DataJob {{ {_RAW} }}
+    ... on Tag {{ {_RAW} }}
+    ... on DataProcessInstance {{ {_PRODUCERS} }}
+  }}
+}}
+
+fragment related on EntityRelationshipsResult {{
+  start
+  count
+  total
+  relationships {{ type entity {{ urn type }} }}
+}}
+"""
+"""One batch of entities: raw aspects, the latest operation, and who writes or contains them."""
+
+RELATIONSHIPS = """
+query mlcopilotRelationships($urn: String!, $input: RelationshipsInput!) {
+  entity(urn: $urn) {
+    urn
+    relationships(input: $input) {
+      start
+      count
+      total
+      relationships { type entity { urn type } }
+    }
+  }
+}
+"""
+"""The next page of one entity's incoming relationships (rare: over 1000 producers)."""
+
+LINEAGE = """
+query mlcopilotLineage($input: ScrollAcrossLineageInput!) {
+  scrollAcrossLineage(input: $input) {
+    nextScrollId
+    count
+    total
+    isPartial
+    searchResults { degree entity { urn type } }
+  }
+}
+"""
+"""One page of everything upstream of one urn, over every hop DataHub's index knows."""
+
+SEARCH = """
+query mlcopilotSearch($input: ScrollAcrossEntitiesInput!) {
+  scrollAcrossEntities(input: $input) {
+    nextScrollId
+    count
+    total
+    searchResults { entity { urn type } }
+  }
+}
+"""
+"""One page of urns of some entity types from the search index."""
+
+ME = """
+query mlcopilotMe {
+  me {
+    corpUser { urn username }
+    platformPrivileges { createTags manageTags manageStructuredProperties manageDocuments }
+  }
+}
+"""
+"""Who the token belongs to and the platform privileges the setup and write-back use."""
+
+PRIVILEGES = """
+query mlcopilotPrivileges($urns: [String!]!) {
+  entities(urns: $urns) {
+    urn
+    type
+    ... on Dataset { privileges { canEditTags canEditIncidents canEditProperties } }
+    ... on MLModel { privileges { canEditTags canEditIncidents canEditProperties } }
+  }
+}
+"""
+"""What the token may edit on sample entities (a dry probe: nothing is written)."""
+
+DOCUMENTS: dict[str, str] = {
+    "mlcopilotEntities": ENTITIES,
+    "mlcopilotRelationships": RELATIONSHIPS,
+    "mlcopilotLineage": LINEAGE,
+    "mlcopilotSearch": SEARCH,
+    "mlcopilotMe": ME,
+    "mlcopilotPrivileges": PRIVILEGES,
+}
+"""Every document by operation name (what the tests validate against the SDL)."""
+
+
+def entities_variables(urns: Sequence[str], aspect_names: Sequence[str]) -> dict[str, Any]:
+    """Variables of :data:`ENTITIES`."""
+    return {
+        "urns": list(urns),
+        # autoRenderOnly is sent explicitly: older GMS unboxes it without a null check.
+        "aspects": {"aspectNames": list(aspect_names), "autoRenderOnly": False},
+        "producers": incoming(PRODUCES),
+        "tables": incoming(CONTAINS),
+    }
+
+
+def incoming(types: Sequence[str], start: int = 0) -> dict[str, Any]:
+    """A ``RelationshipsInput`` for incoming relationships of ``types``, soft-deleted included."""
+    return {
+        "types": list(types),
+        "direction": "INCOMING",
+        "start": start,
+        "count": RELATIONSHIP_PAGE,
+        "includeSoftDelete": True,
+    }
+
+
+def lineage_variables(
+    urn: str, degrees: Sequence[str], count: int, scroll_id: str | None
+) -> dict[str, Any]:
+    """Variables of :data:`LINEAGE`.
+
+    The ``degree`` facet is the only hop control DataHub has (``"3+"`` means unbounded).
+    Soft-deleted entities are included (the walk reports them as removed), and the one-day
+    lineage cache is skipped so a scan sees today's lineage.
+    """
+    return {
+        "input": {
+            "urn": urn,
+            "direction": "UPSTREAM",
+            "count": count,
+            "scrollId": scroll_id,
+            "keepAlive": "5m",
+            "orFilters": [
+                {"and": [{"field": "degree", "condition": "EQUAL", "values": list(degrees)}]}
+            ],
+            "searchFlags": {
+                "skipCache": True,
+                "skipHighlighting": True,
+                "skipAggregates": True,
+                "includeSoftDeleted": True,
+            },
+        }
+    }
+
+
+def search_variables(types: Sequence[str], count: int, scroll_id: str | None) -> dict[str, Any]:
+    """Variables of :data:`SEARCH` for any GraphQL ``EntityType`` names (e.g. ``MLMODEL``).
+
+    Soft-deleted entities are included: the catalog decides from their aspects, as Lite does.
+    """
+    return {
+        "input": {
+            "types": list(types),
+            "query": "*",
+            "count": count,
+            "scrollId": scroll_id,
+            "keepAlive": "5m",
+            "searchFlags": {
+                "skipHighlighting": True,
+                "skipAggregates": True,
+                "includeSoftDeleted": True,
+            },
+        }
+    }
+
+
+def degrees_for(max_hops: int) -> list[str]:
+    """The ``degree`` facet values that cover ``max_hops`` hops."""
+    if max_hops <= 1:
+        return ["1"]
+    if max_hops == 2:
+        return ["1", "2"]
+    return ["1", "2", "3+"]

@@ -1,0 +1,907 @@
+"""DataHub through its official MCP server (``mcp-server-datahub`` over stdio) as the catalog.
+
+The product's original write-up walked lineage with ``get_lineage`` and read schemas with
+``list_schema_fields``. Measured against the real server, the MCP tools are built for language
+models — trimmed, cleaned and re-sorted — and several of their answers lose what the checks
+need, so each datum comes from the one call that answers it exactly:
+
+==============================  ===========================================================
+Catalog method                  Calls
+==============================  ===========================================================
+``models()``                    MCP ``search`` (``entity_type = mlModel``, pages of 50 — the
+                                tool's cap — by ``offset``); soft-deleted ones are dropped
+                                using the entities' ``status`` read through the SDK.
+``lineage()``                   MCP ``get_lineage`` (upstream, ``max_hops`` 1/2/3 = all) finds
+                                everything DataHub's lineage index has upstream of the model;
+                                that set is fetched in SDK batches, then the walk runs on it.
+                                ``get_lineage`` drops ``paths`` and names no relationship, so
+                                edges (kinds and order, which decide the reported paths) come
+                                from aspects; hops the index misses (training data, feature
+                                tables, primary keys) are found there and ``get_lineage`` is
+                                asked again from each of them.
+``nodes()`` / ``upstream()``    SDK: raw aspects in batched GraphQL ``entities`` (and OpenAPI
+                                ``batchGet``), the latest ``operation``, incoming ``Contains``
+                                and ``Produces`` relationships — see
+                                :mod:`mlcopilot.catalog.datahub`.
+``schema_as_of()``              MCP ``get_aspect_history`` (``schemaMetadata`` and
+                                ``editableSchemaMetadata``) picks the version in force at the
+                                time; the SDK reads that exact version (OpenAPI ``batchGet``
+                                with ``If-Version-Match``).
+``apply()``                     Tags: MCP ``add_tags`` / ``remove_tags``. Structured
+                                properties: MCP ``add_structured_properties`` /
+                                ``remove_structured_properties``. Documents: MCP
+                                ``save_document``. Incidents, tag and structured-property
+                                definitions, and the current state compared against: SDK.
+==============================  ===========================================================
+
+Why not ``get_entities`` / ``list_schema_fields`` for entity metadata (seen on the real server):
+schema fields carry no logical type and come sorted by "priority", not declared order (schema
+drift compares both); field tags and terms come as display *names*, and a tag with no
+``tagProperties`` vanishes, so a PII tag can be silently lost; ML entities have no features,
+sources, training data or dates; datasets have no ``status``, ``operations``, ``lastModified``
+or column lineage; and each urn costs three requests. ``get_aspect_history`` returns raw
+aspects, but its cleaning drops every empty record — including the logical type of every
+schema field — so it picks the version and the SDK reads it.
+
+Writes: the state to compare with is read fresh; the intents fold in order with exactly the
+rule of the Lite and DataHub backends, so the same writes report the same changes. Only the
+net difference per entity is sent. The tag and property tools refuse an entity DataHub does
+not have, and the removals a tag or property with no definition entity; those few writes go
+through the SDK instead. Documents keep mlcopilot's deterministic urns: ``save_document`` is given
+the urn (``urn:li:document:mlcopilot-…``), and its update restriction, which refuses any urn
+not yet inside its "Shared" folder, is switched off for the server this backend runs — it
+only ever receives urns mlcopilot derives. A document counts as changed when its title, text
+or related assets differ; ``save_document`` sets its own timestamps and folder.
+
+The server is spawned on first use with telemetry off, write tools on, the default search view
+off (it would filter the model list) and a large response token budget; token-budget
+truncation is still handled.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
+from datahub.metadata.urns import Urn as SdkUrn
+from datahub.utilities.urns.error import InvalidUrnError
+
+from mlcopilot.catalog import aspects as ax
+from mlcopilot.catalog.connection import DataHubSettings, normalize_url
+from mlcopilot.catalog.datahub import DEFAULT_RETRIES, DEFAULT_TIMEOUT, DataHubCatalog
+from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.catalog.mcp_session import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT,
+    McpSession,
+)
+from mlcopilot.errors import CatalogError, CatalogUnavailable
+from mlcopilot.lineage import walk_upstream
+from mlcopilot.model import (
+    DocumentWrite,
+    Edge,
+    Lineage,
+    Node,
+    PropertyWrite,
+    Schema,
+    TagWrite,
+    Urn,
+    Write,
+)
+from mlcopilot.protocols import WalkLimits
+from mlcopilot.redact import register_secret
+
+log = logging.getLogger(__name__)
+
+SERVER = "mcp-server-datahub"
+LINEAGE_RESULTS = 1000
+"""``max_results`` of the first ``get_lineage`` call from a root; raised when DataHub has more."""
+MAX_LINEAGE_RESULTS = 10_000
+"""GMS's search result limit: ``get_lineage`` cannot return more from one root."""
+SEARCH_PAGE = 50
+"""The ``search`` tool's cap on ``num_results``."""
+HISTORY_PAGE = 20
+"""The ``get_aspect_history`` tool's cap on ``limit``."""
+MAX_HISTORY_PAGES = 10
+TOKEN_BUDGET = 2_000_000
+"""``TOOL_RESPONSE_TOKEN_LIMIT`` for the server (its default, 80,000, trims a few hundred
+lineage results); truncation beyond it is paged through."""
+DOCUMENT_TYPE = "Analysis"
+"""The ``save_document`` type of incident documents."""
+
+WRITE_ASPECTS = (
+    "globalTags",
+    "structuredProperties",
+    "incidentInfo",
+    "documentInfo",
+    "tagProperties",
+    "propertyDefinition",
+)
+"""The aspects :meth:`McpCatalog.apply` compares intents with."""
+_SDK_WRITTEN = frozenset({"incidentInfo", "tagProperties", "propertyDefinition"})
+_NO_LINEAGE = frozenset({"mlFeatureTable"})  # nothing upstream of a feature table is lineage
+_REFUSED = re.compile(r"'status': (401|403)\b")
+_MISSING_ENTITY = ("not found", "must be a valid DataHub URN", "bounded DataHub URN")
+
+_T = TypeVar("_T")
+_State = dict[Urn, dict[str, ax.JsonObject]]
+
+
+def find_server() -> list[str]:
+    """The ``mcp-server-datahub`` command: next to this Python, else on ``PATH``.
+
+    Raises:
+        CatalogUnavailable: when it is in neither place.
+    """
+    beside = Path(sys.executable).with_name(SERVER)
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which(SERVER)
+    if found is None:
+        raise CatalogUnavailable(
+            f"{SERVER} not found next to {sys.executable} or on PATH: "
+            "install it with `pip install mcp-server-datahub` (a dependency of mlcopilot)"
+        )
+    return [found]
+
+
+def server_environment(
+    settings: DataHubSettings, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment ``mcp-server-datahub`` runs with for ``settings``.
+
+    Only this reaches the server (on top of the MCP client's ``HOME``/``PATH`` defaults).
+    """
+    env = {
+        "DATAHUB_GMS_URL": settings.server,
+        "DATAHUB_TELEMETRY_ENABLED": "false",
+        "TOOLS_IS_MUTATION_ENABLED": "true",
+        "SAVE_DOCUMENT_RESTRICT_UPDATES": "false",
+        "DATAHUB_MCP_DISABLE_DEFAULT_VIEW": "true",
+        "DATAHUB_MCP_DOCUMENT_TOOLS_DISABLED": "true",
+        "TOOL_RESPONSE_TOKEN_LIMIT": str(TOKEN_BUDGET),
+    }
+    if settings.token:
+        env["DATAHUB_GMS_TOKEN"] = settings.token
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True, slots=True)
+class McpOptions:
+    """How :class:`McpCatalog` runs the server and its SDK side.
+
+    ``command`` overrides the server command (default: :func:`find_server`); ``server_env``
+    adds to its environment (tests set ``HOME``). ``timeout``, ``retries``, ``batch_size`` and
+    ``max_workers`` are the SDK side's (see :class:`~mlcopilot.catalog.datahub.DataHubCatalog`).
+    """
+
+    command: tuple[str, ...] | None = None
+    server_env: Mapping[str, str] = field(default_factory=dict)
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    concurrency: int = 4
+    lineage_results: int = LINEAGE_RESULTS
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    batch_size: int = 100
+    max_workers: int = 4
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What :meth:`McpCatalog.apply` found to do.
+
+    The intents that change something, the state they were compared with, the aspect values
+    to end with, and the documents to save.
+    """
+
+    changed: list[Write] = field(default_factory=list)
+    before: _State = field(default_factory=dict)
+    after: dict[tuple[Urn, str], ax.JsonObject] = field(default_factory=dict)
+    documents: dict[Urn, DocumentWrite] = field(default_factory=dict)
+    absent: set[Urn] = field(default_factory=set)
+    """Tag and property targets DataHub has no entity for (the tools refuse them)."""
+
+
+class McpCatalog:
+    """A :class:`~mlcopilot.protocols.Catalog` over ``mcp-server-datahub`` plus the SDK.
+
+    Construction does no I/O. The first call checks GMS (``/config``: a clear error at once
+    when it is down, instead of the server's 30 s of retries) and spawns the server.
+
+    Args:
+        settings: The GMS the server and the SDK talk to.
+        options: Server command, timeouts and the SDK side's options.
+        session: An already configured session to use instead of spawning one; it is not
+            closed by :meth:`close` (tests share one server between catalogs).
+    """
+
+    def __init__(
+        self,
+        settings: DataHubSettings,
+        options: McpOptions | None = None,
+        *,
+        session: McpSession | None = None,
+    ) -> None:
+        self._settings = settings
+        self._options = options or McpOptions()
+        self._session = session
+        self._owns_session = session is None
+        self._gms = GmsClient(
+            settings, timeout=self._options.timeout, retries=self._options.retries
+        )
+        self._sdk = self._new_sdk()
+        self.skipped_writes: tuple[Write, ...] = ()
+        """Writes the last :meth:`apply` could not make (documents on a server < 1.4)."""
+        register_secret(settings.token)
+
+    @classmethod
+    def from_url(cls, server_url: str, *, token: str | None = None, **options: Any) -> McpCatalog:
+        """A catalog for one GMS URL; ``options`` are :class:`McpOptions` fields."""
+        settings = DataHubSettings(server=normalize_url(server_url), token=token or None)
+        return cls(settings, McpOptions(**options))
+
+    @property
+    def label(self) -> str:
+        """``mcp:<url>`` (never the token)."""
+        return f"mcp:{self._settings.display_url}"
+
+    @property
+    def session(self) -> McpSession:
+        """The MCP session (created, not yet started, on first access)."""
+        if self._session is None:
+            self._gms.server_config()  # GMS down: say so now, not after the server's retries
+            command = list(self._options.command or find_server())
+            self._session = McpSession(
+                command,
+                server_environment(self._settings, self._options.server_env),
+                label=f"{SERVER} for {self._settings.display_url}",
+                secrets=[self._settings.token or ""],
+                startup_timeout=self._options.startup_timeout,
+                call_timeout=self._options.call_timeout,
+                concurrency=self._options.concurrency,
+            )
+        return self._session
+
+    # --- Catalog -------------------------------------------------------------------------
+
+    def models(self) -> list[Urn]:
+        """Every ML model that exists and is not soft-deleted, sorted."""
+        candidates = self._search("mlModel")
+        nodes = self._sdk.nodes(candidates)
+        return sorted(u for u in candidates if nodes[u].exists and not nodes[u].removed)
+
+    def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
+        """The current metadata of each urn (SDK batches; cached for this scan)."""
+        return self._sdk.nodes(urns)
+
+    def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Every edge one hop upstream of each urn, from aspects (see the module docstring)."""
+        return self._sdk.upstream(urns)
+
+    def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
+        """The upstream lineage of ``root``: ``get_lineage`` finds it, aspects connect it."""
+        self._prefetch(root, limits)
+        return walk_upstream(self, root, limits)
+
+    def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
+        """The schema of the newest version written before ``when``; None if history lacks it.
+
+        A version is dated by its audit stamp. The current value's stamp is used only when it
+        is newer than the version it replaced; otherwise it is stale (DataHub Lite keeps the
+        first write's time on version 0) and ``lastObserved`` dates it.
+        """
+        as_of = ax.datetime_to_ms(when)
+        entity_type = _entity_type(urn)
+        if as_of <= 0 or entity_type is None:
+            return None
+        if "get_aspect_history" not in self.session.tools():
+            return self._sdk.schema_as_of(urn, when)  # DataHub < 1.4 hides the tool
+        chosen = self._versions_before(urn, as_of)
+        if chosen is None:
+            return self._sdk.schema_as_of(urn, when)
+        if "schemaMetadata" not in chosen:
+            return None
+        values = self._read_versions(urn, entity_type, chosen)
+        if "schemaMetadata" not in values:  # pruned between the two reads
+            return self._sdk.schema_as_of(urn, when)
+        return ax.schema_from_aspects(values)
+
+    def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
+        """Make DataHub hold ``writes``; return those that changed something (see the module)."""
+        wanted, self.skipped_writes = self._gate_documents(writes)
+        plan = self._plan(wanted)
+        if plan.changed and not dry_run:
+            try:
+                self._execute(plan)
+            finally:
+                self._forget()
+        return plan.changed
+
+    def close(self) -> None:
+        """Stop the server (unless it was lent) and release the SDK's connections."""
+        session, self._session = self._session, None
+        if session is not None and self._owns_session:
+            session.close()
+        self._sdk.close()
+        self._gms.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
+        return self._call_all([(tool, arguments)])[0]
+
+    def _call_all(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Any]:
+        """Tool calls, concurrently; a refused token is reported as the DataHub backend does."""
+        try:
+            return self.session.call_all(calls, timeout=self._options.call_timeout)
+        except CatalogError as exc:
+            refused = _refused(exc, self._settings.display_url, calls[0][0])
+            if refused is None:
+                raise
+            raise refused from exc
+
+    def _search(self, entity_type: str) -> list[Urn]:
+        """Urns of one entity type from the ``search`` tool, page by page."""
+        found: list[Urn] = []
+        while True:
+            page = _mapping(
+                self._call(
+                    "search",
+                    {
+                        "query": "*",
+                        "filter": f"entity_type = {entity_type}",
+                        "num_results": SEARCH_PAGE,
+                        "offset": len(found),
+                    },
+                ),
+                "search",
+            )
+            urns = _result_urns(page.get("searchResults"))
+            found += urns
+            if not urns or len(found) >= _int(page.get("total")):
+                return list(dict.fromkeys(found))
+
+    def _prefetch(self, root: Urn, limits: WalkLimits) -> None:
+        """Fetch everything upstream of ``root`` in few batches before the walk.
+
+        Round by round: ``get_lineage`` from the roots, one SDK batch for what it found; the
+        next roots are the hops DataHub's index missed (edge targets not yet fetched). The
+        walk itself fetches anything this misses, so the result never depends on it.
+        """
+        hops = min(max(limits.max_hops, 1), 3)
+        cap = min(limits.max_nodes, MAX_LINEAGE_RESULTS)
+        examined: set[Urn] = set()
+        roots = [root] if _entity_type(root) not in _NO_LINEAGE else []
+        pending = [root]
+        for _ in range(max(1, limits.max_hops)):
+            if not pending or len(examined) >= limits.max_nodes:
+                break
+            found = self._discover(roots, hops, cap)
+            reached = list(dict.fromkeys([*pending, *found]))
+            self._sdk.nodes(reached)
+            examined.update(reached)
+            pending = list(
+                dict.fromkeys(
+                    e.upstream for e in self._sdk.upstream(reached) if e.upstream not in examined
+                )
+            )
+            if pending:
+                self._sdk.nodes(pending)
+            roots = [u for u in pending if self._worth_discovering(u, examined)]
+
+    def _worth_discovering(self, urn: Urn, examined: set[Urn]) -> bool:
+        if _entity_type(urn) in _NO_LINEAGE:
+            return False
+        return any(e.upstream not in examined for e in self._sdk.upstream([urn]))
+
+    def _discover(self, roots: Sequence[Urn], hops: int, cap: int) -> list[Urn]:
+        """Everything DataHub's lineage index has upstream of ``roots`` (``get_lineage``)."""
+        start = min(self._options.lineage_results, cap)
+        found: list[Urn] = []
+        for root, first in zip(roots, self._lineage_pages(roots, hops, start), strict=True):
+            found += self._lineage_of(root, hops, cap, first, start)
+        return list(dict.fromkeys(found))
+
+    def _lineage_pages(self, roots: Sequence[Urn], hops: int, size: int) -> list[Any]:
+        return self._call_all([("get_lineage", _lineage_args(r, hops, size, 0)) for r in roots])
+
+    def _lineage_of(self, root: Urn, hops: int, cap: int, first: Any, size: int) -> list[Urn]:
+        """All pages of one root's ``get_lineage``, from its first answer.
+
+        ``offset`` is applied by the tool to the ``max_results`` it fetched, so: when GMS has
+        more than ``max_results``, ask again with ``max_results`` raised (up to ``cap``) and
+        ``offset`` past what was read; when the token budget cut a page short (``hasMore``
+        with ``truncatedDueToTokenBudget``), ask again from ``offset + returned``.
+        """
+        urns: list[Urn] = []
+        page = _upstreams(first)
+        offset = 0
+        for _ in range(cap + 1):  # every round reads at least one result or stops
+            results = _result_urns(page.get("searchResults"))
+            urns += results
+            total = _int(page.get("total"))
+            if page.get("truncatedDueToTokenBudget") and page.get("hasMore") and results:
+                offset += len(results)
+            elif total > size and size < cap:
+                size, offset = min(total, cap), len(urns)
+            else:
+                if total > len(urns):
+                    log.info("%s: DataHub's lineage of %s is partial", self.label, root)
+                return urns
+            page = _upstreams(self._call("get_lineage", _lineage_args(root, hops, size, offset)))
+        return urns
+
+    def _versions_before(self, urn: Urn, as_of: int) -> dict[str, int] | None:
+        """For each schema aspect, the version in force at ``as_of`` (``get_aspect_history``).
+
+        None when the history cannot tell (the tool's response budget dropped a pair).
+        """
+        first = self._history(urn, ax.SCHEMA_ASPECTS, None)
+        chosen: dict[str, int] = {}
+        for name in ax.SCHEMA_ASPECTS:
+            pair, from_version, with_current = first.get(name), None, True
+            for _ in range(MAX_HISTORY_PAGES):
+                if pair is None:
+                    pair = self._history(urn, (name,), from_version).get(name)
+                    if pair is None:
+                        return None
+                error = pair.get("error")
+                if isinstance(error, str) and error:
+                    if any(text in error for text in _MISSING_ENTITY):
+                        return {}
+                    raise CatalogError(f"{self.label}: get_aspect_history {name}: {error}")
+                version = _version_before(pair, as_of, with_current=with_current)
+                if version is not None:
+                    chosen[name] = version
+                    break
+                page = pair.get("page") or {}
+                if not page.get("hasMore") or not isinstance(page.get("nextFromVersion"), int):
+                    break
+                pair, from_version, with_current = None, page["nextFromVersion"], False
+        return chosen
+
+    def _history(
+        self, urn: Urn, names: Sequence[str], from_version: int | None
+    ) -> dict[str, Mapping[str, Any]]:
+        arguments: dict[str, Any] = {
+            "urns": [urn],
+            "aspect_names": list(names),
+            "limit": HISTORY_PAGE,
+            "include_current": from_version is None,
+        }
+        if from_version is not None:
+            arguments["from_version"] = from_version
+        answer = _mapping(self._call("get_aspect_history", arguments), "get_aspect_history")
+        return {
+            str(pair.get("aspectName")): pair
+            for pair in answer.get("results") or []
+            if isinstance(pair, Mapping)
+        }
+
+    def _read_versions(
+        self, urn: Urn, entity_type: str, versions: Mapping[str, int]
+    ) -> dict[str, ax.JsonObject]:
+        item: dict[str, Any] = {"urn": urn}
+        for name, version in versions.items():
+            item[name] = {"headers": {"If-Version-Match": str(version)}}
+        values: dict[str, ax.JsonObject] = {}
+        for entity in self._gms.batch_get(entity_type, [item]):
+            if entity.get("urn") == urn:
+                values.update(_values(entity, versions))
+        return values
+
+    # --- writing -------------------------------------------------------------------------
+
+    def _gate_documents(self, writes: Sequence[Write]) -> tuple[list[Write], tuple[Write, ...]]:
+        documents = tuple(w for w in writes if isinstance(w, DocumentWrite))
+        if not documents or self._gms.supports_documents():
+            return list(writes), ()
+        log.warning(
+            "%s: DataHub %s has no Document entity (needs 1.4 or later); "
+            "skipped %d document write(s)",
+            self.label,
+            self._gms.version() or "(version unknown)",
+            len(documents),
+        )
+        return [w for w in writes if not isinstance(w, DocumentWrite)], documents
+
+    def _plan(self, writes: Sequence[Write]) -> _Plan:
+        """Fold ``writes`` into the current state, as Lite and the DataHub backend do."""
+        needs = [ax.write_target(w) for w in writes]
+        needs += [urn for w in writes for urn in _prerequisites(w)]
+        needs += [tag for w in writes for tag in _removed_definitions(w)]
+        plan = _Plan(before=self._read_state(needs))
+        labelled = [ax.write_target(w) for w in writes if isinstance(w, TagWrite | PropertyWrite)]
+        plan.absent = {urn for urn, node in self._sdk.nodes(labelled).items() if not node.exists}
+        state = {urn: dict(aspects) for urn, aspects in plan.before.items()}
+        for write in writes:
+            updates = _updates_for(write, state)
+            for urn, name, value in updates:
+                state.setdefault(urn, {})[name] = value
+                plan.after[(urn, name)] = value
+            if updates:
+                plan.changed.append(write)
+                if isinstance(write, DocumentWrite):
+                    plan.documents[write.urn] = write
+        _check_writable(plan.after)  # a dry run refuses what the real one would
+        return plan
+
+    def _read_state(self, urns: Iterable[Urn]) -> _State:
+        """The :data:`WRITE_ASPECTS` of ``urns``, read fresh (OpenAPI ``batchGet`` per type)."""
+        state: _State = {}
+        by_type: dict[str, list[Urn]] = {}
+        for urn in dict.fromkeys(urns):
+            state[urn] = {}
+            entity_type = _entity_type(urn)
+            if entity_type is not None:
+                by_type.setdefault(entity_type, []).append(urn)
+        for entity_type, of_type in by_type.items():
+            names = [n for n in WRITE_ASPECTS if n in _aspects_of(entity_type)]
+            for chunk in _chunks(of_type, self._options.batch_size):
+                items = [{"urn": urn, **{name: {} for name in names}} for urn in chunk]
+                for entity in self._gms.batch_get(entity_type, items):
+                    found = entity.get("urn")
+                    if isinstance(found, str) and found in state:
+                        state[found].update(_values(entity, names))
+        return state
+
+    def _execute(self, plan: _Plan) -> None:
+        """Send ``plan``: SDK aspects first (definitions the tools check for), then the tools."""
+        by_sdk = {key: value for key, value in plan.after.items() if key[1] in _SDK_WRITTEN}
+        tag_calls = self._tag_calls(plan, by_sdk)
+        property_calls = self._property_calls(plan, by_sdk)
+        document_calls = [("save_document", _document_args(w)) for w in plan.documents.values()]
+        calls = [*tag_calls, *property_calls, *document_calls]
+        self._require_tools({tool for tool, _ in calls})
+        self._emit(by_sdk)
+        # One at a time: GMS's tag and property mutations read, modify and write the aspect.
+        for tool, arguments in calls:
+            self._check_success(tool, self._call(tool, arguments))
+
+    def _tag_calls(
+        self, plan: _Plan, by_sdk: dict[tuple[Urn, str], ax.JsonObject]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        adds: dict[Urn, list[Urn]] = {}
+        removes: dict[Urn, list[Urn]] = {}
+        for (urn, name), value in plan.after.items():
+            if name != "globalTags":
+                continue
+            before = _tags(plan.before.get(urn, {}).get(name))
+            after = _tags(value)
+            gone = [t for t in before if t not in after]
+            if urn in plan.absent or any(not _defined(plan, t, "tagProperties") for t in gone):
+                by_sdk[(urn, name)] = value  # the tools refuse a missing entity or tag
+                continue
+            for tag in (t for t in after if t not in before):
+                adds.setdefault(tag, []).append(urn)
+            for tag in gone:
+                removes.setdefault(tag, []).append(urn)
+        return [
+            *(("add_tags", {"tag_urns": [t], "entity_urns": us}) for t, us in adds.items()),
+            *(("remove_tags", {"tag_urns": [t], "entity_urns": us}) for t, us in removes.items()),
+        ]
+
+    def _property_calls(
+        self, plan: _Plan, by_sdk: dict[tuple[Urn, str], ax.JsonObject]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        upserts: dict[str, tuple[dict[str, list[str | float]], list[Urn]]] = {}
+        removals: dict[tuple[Urn, ...], list[Urn]] = {}
+        for (urn, name), value in plan.after.items():
+            if name != "structuredProperties":
+                continue
+            before = _properties(plan.before.get(urn, {}).get(name))
+            after = _properties(value)
+            gone = tuple(p for p in before if p not in after)
+            if urn in plan.absent or any(not _defined(plan, p, "propertyDefinition") for p in gone):
+                by_sdk[(urn, name)] = value  # the tools refuse a missing entity or definition
+                continue
+            changed = {p: list(v) for p, v in after.items() if before.get(p) != v}
+            if changed:
+                key = json.dumps(changed, sort_keys=True)
+                upserts.setdefault(key, (changed, []))[1].append(urn)
+            if gone:
+                removals.setdefault(gone, []).append(urn)
+        return [
+            *(
+                ("add_structured_properties", {"property_values": values, "entity_urns": urns})
+                for values, urns in upserts.values()
+            ),
+            *(
+                ("remove_structured_properties", {"property_urns": list(p), "entity_urns": us})
+                for p, us in removals.items()
+            ),
+        ]
+
+    def _require_tools(self, needed: set[str]) -> None:
+        if not needed:
+            return  # incidents and definitions only: no need to start the server
+        missing = sorted(needed - self.session.tools())
+        if missing:
+            raise CatalogError(
+                f"{self.session.label} does not offer {', '.join(missing)}: its write tools "
+                f"need DataHub 1.4 or later (this is {self._gms.version() or 'unknown'}); "
+                "use --catalog datahub:URL"
+            )
+
+    def _emit(self, aspects: Mapping[tuple[Urn, str], ax.JsonObject]) -> None:
+        if not aspects:
+            return
+        try:
+            mcps = [
+                MetadataChangeProposalWrapper(entityUrn=urn, aspect=ax.from_json(name, value))
+                for (urn, name), value in aspects.items()
+            ]
+        except ax.TranslationError as exc:
+            raise CatalogError(f"cannot write to {self.label}: {exc}") from exc
+        self._gms.emit(mcps)
+
+    def _check_success(self, tool: str, answer: Any) -> None:
+        """Tools that fail softly answer ``{"success": false, "message": ...}``."""
+        if isinstance(answer, Mapping) and answer.get("success") is False:
+            raise CatalogError(f"{self.session.label}: {tool} failed: {answer.get('message')}")
+
+    def _forget(self) -> None:
+        """Drop what this scan has read: DataHub no longer holds it after a write."""
+        self._sdk.close()
+        self._sdk = self._new_sdk()
+
+    def _new_sdk(self) -> DataHubCatalog:
+        o = self._options
+        return DataHubCatalog.from_settings(
+            self._settings,
+            batch_size=o.batch_size,
+            max_workers=o.max_workers,
+            timeout=o.timeout,
+            retries=o.retries,
+        )
+
+
+def open_mcp_catalog(settings: DataHubSettings, **options: Any) -> McpCatalog:
+    """A :class:`McpCatalog` for ``settings`` (no I/O until the first call)."""
+    return McpCatalog(settings, McpOptions(**options))
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _refused(exc: CatalogError, url: str, tool: str) -> CatalogError | None:
+    """The DataHub backend's message for a refused token, when a tool failed with 401/403."""
+    found = _REFUSED.search(str(exc))
+    if found is None or isinstance(exc, CatalogUnavailable):
+        return None
+    return CatalogError(
+        f"DataHub at {url} refused the token ({found.group(1)}) on {tool}: set "
+        "DATAHUB_GMS_TOKEN to a personal access token of a user who may read metadata "
+        "(and, for the write-back, edit tags, structured properties and incidents)"
+    )
+
+
+def _lineage_args(root: Urn, hops: int, size: int, offset: int) -> dict[str, Any]:
+    return {
+        "urn": root,
+        "upstream": True,
+        "max_hops": hops,
+        "max_results": size,
+        "offset": offset,
+    }
+
+
+def _upstreams(answer: Any) -> Mapping[str, Any]:
+    upstreams = _mapping(answer, "get_lineage").get("upstreams")
+    return upstreams if isinstance(upstreams, Mapping) else {}
+
+
+def _version_before(pair: Mapping[str, Any], as_of: int, *, with_current: bool) -> int | None:
+    """The newest version in one ``get_aspect_history`` result written before ``as_of``."""
+    history = [h for h in pair.get("history") or [] if isinstance(h, Mapping)]
+    entries: list[tuple[int, int | None]] = []
+    current = pair.get("current")
+    if with_current and isinstance(current, Mapping):
+        newest_row = _written(history[0]) if history else None
+        entries.append((0, _written_current(current, newest_row)))
+    entries += [(_int(h.get("version")), _written(h)) for h in history]
+    for version, written in entries:
+        if written is not None and written < as_of:
+            return version
+    return None
+
+
+def _written(entry: Mapping[str, Any]) -> int | None:
+    """When a version was written: its audit stamp, else its ``lastObserved``."""
+    return _stamp(entry.get("auditStamp"), "time") or _stamp(
+        entry.get("systemMetadata"), "lastObserved"
+    )
+
+
+def _written_current(current: Mapping[str, Any], replaced: int | None) -> int | None:
+    stamp = _stamp(current.get("auditStamp"), "time")
+    if stamp is not None and (replaced is None or stamp > replaced):
+        return stamp
+    return _stamp(current.get("systemMetadata"), "lastObserved") or stamp
+
+
+def _stamp(holder: object, key: str) -> int | None:
+    value = holder.get(key) if isinstance(holder, Mapping) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _values(entity: Mapping[str, Any], names: Iterable[str]) -> dict[str, ax.JsonObject]:
+    values: dict[str, ax.JsonObject] = {}
+    for name in names:
+        envelope = entity.get(name)
+        if isinstance(envelope, Mapping) and isinstance(envelope.get("value"), dict):
+            values[name] = envelope["value"]
+    return values
+
+
+def _updates_for(write: Write, state: _State) -> list[tuple[Urn, str, ax.JsonObject]]:
+    """The aspect writes that make DataHub hold ``write`` — Lite's rule, documents aside."""
+    target = ax.write_target(write)
+    needed = _prerequisites(write)
+    try:
+        if isinstance(write, DocumentWrite):
+            own = _document_update(write, state.get(target, {}).get("documentInfo"))
+        else:
+            own = ax.aspects_for_write(write, state.get(target, {}))
+    except ax.TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc
+    updates = [
+        (urn, name, value)
+        for urn, required in needed.items()
+        for name, value in required.items()
+        if name not in state.get(urn, {})
+    ]
+    return updates + [(target, name, value) for name, value in own.items()]
+
+
+def _document_update(write: DocumentWrite, current: ax.JsonObject | None) -> dict[str, Any]:
+    """``documentInfo`` to save, or nothing when title, text and related assets are there.
+
+    ``save_document`` stamps its own times and folder, so those cannot be compared.
+    """
+    if current is not None and _document_content(current) == (
+        write.title,
+        write.text,
+        tuple(write.related_assets),
+    ):
+        return {}
+    return ax.aspects_for_write(write, {})
+
+
+def _document_content(info: Mapping[str, Any]) -> tuple[str, str, tuple[Urn, ...]]:
+    contents = info.get("contents")
+    text = contents.get("text") if isinstance(contents, Mapping) else None
+    assets = tuple(
+        str(item["asset"])
+        for item in info.get("relatedAssets") or []
+        if isinstance(item, Mapping) and item.get("asset")
+    )
+    return str(info.get("title") or ""), str(text or ""), assets
+
+
+def _document_args(write: DocumentWrite) -> dict[str, Any]:
+    return {
+        "document_type": DOCUMENT_TYPE,
+        "title": write.title,
+        "content": write.text,
+        "urn": write.urn,
+        "related_assets": list(write.related_assets),
+    }
+
+
+def _prerequisites(write: Write) -> dict[Urn, dict[str, ax.JsonObject]]:
+    try:
+        return ax.prerequisites(write)
+    except ax.TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc
+
+
+def _removed_definitions(write: Write) -> list[Urn]:
+    """Tags and properties a write may remove: whether they have an entity decides the tool."""
+    if isinstance(write, TagWrite) and not write.present:
+        return [write.tag]
+    if isinstance(write, PropertyWrite):
+        return [write.property]
+    return []
+
+
+def _check_writable(pending: Iterable[tuple[Urn, str]]) -> None:
+    """Refuse an aspect DataHub's entity registry does not give the entity's type.
+
+    As the DataHub backend does: GMS would refuse it, possibly after writing the rest.
+    """
+    for urn, name in pending:
+        entity_type = _entity_type(urn) or ""
+        if entity_type in ENTITY_TYPE_TO_ASPECT_NAMES and name not in _aspects_of(entity_type):
+            raise CatalogError(
+                f"cannot write {name} on {urn}: DataHub has no such aspect on {entity_type}"
+            )
+
+
+def _defined(plan: _Plan, urn: Urn, aspect: str) -> bool:
+    return aspect in plan.before.get(urn, {}) or (urn, aspect) in plan.after
+
+
+def _tags(aspect: ax.JsonObject | None) -> list[Urn]:
+    return [
+        str(item["tag"])
+        for item in (aspect or {}).get("tags") or []
+        if isinstance(item, Mapping) and item.get("tag")
+    ]
+
+
+def _properties(aspect: ax.JsonObject | None) -> dict[Urn, tuple[str | float, ...]]:
+    return {
+        name if name.startswith("urn:li:") else ax.STRUCTURED_PROPERTY_PREFIX + name: values
+        for name, values in ax.structured_properties(aspect).items()
+    }
+
+
+def _aspects_of(entity_type: str) -> frozenset[str]:
+    return frozenset(ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type) or ())
+
+
+def _entity_type(urn: Urn) -> str | None:
+    try:
+        return str(SdkUrn.from_string(urn).entity_type)
+    except (InvalidUrnError, ValueError):
+        return None
+
+
+def _result_urns(results: object) -> list[Urn]:
+    urns: list[Urn] = []
+    for result in results if isinstance(results, list) else []:
+        entity = result.get("entity") if isinstance(result, Mapping) else None
+        if isinstance(entity, Mapping) and isinstance(entity.get("urn"), str):
+            urns.append(entity["urn"])
+    return urns
+
+
+def _mapping(value: object, tool: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise CatalogError(f"{SERVER} answered {tool} with {type(value).__name__}, not an object")
+    return value
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    for start in range(0, len(items), max(1, size)):
+        yield items[start : start + size]
+
+
+__all__ = [
+    "McpCatalog",
+    "McpOptions",
+    "find_server",
+    "open_mcp_catalog",
+    "server_environment",
+]

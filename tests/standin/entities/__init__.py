@@ -1,0 +1,79 @@
+"""GraphQL entity objects built from Lite aspects, one class per DataHub entity type."""
+
+from __future__ import annotations
+
+from tests.standin.catalog import TYPES, Catalog
+from tests.standin.edges import entity_type
+from tests.standin.entities.base import Node
+from tests.standin.entities.datasets import Dataset, SchemaFieldEntity
+from tests.standin.entities.governance import Document, Incident, StructuredPropertyEntity
+from tests.standin.entities.ml import (
+    DataFlow,
+    DataJob,
+    DataProcessInstance,
+    MLFeature,
+    MLFeatureTable,
+    MLModel,
+    MLModelGroup,
+    MLPrimaryKey,
+)
+from tests.standin.entities.refs import (
+    Container,
+    CorpGroup,
+    CorpUser,
+    DataPlatform,
+    DataPlatformInstance,
+    DataTypeEntity,
+    Domain,
+    EntityTypeEntity,
+    GlossaryNode,
+    GlossaryTerm,
+    OwnershipTypeEntity,
+    Tag,
+)
+
+__all__ = ["Node", "build"]
+
+_CLASSES: dict[str, type[Node]] = {
+    cls.typename: cls
+    for cls in (
+        DataPlatform,
+        DataPlatformInstance,
+        DataTypeEntity,
+        EntityTypeEntity,
+        OwnershipTypeEntity,
+        Tag,
+        GlossaryTerm,
+        GlossaryNode,
+        Domain,
+        Container,
+        CorpUser,
+        CorpGroup,
+        Dataset,
+        SchemaFieldEntity,
+        MLModel,
+        MLModelGroup,
+        MLFeature,
+        MLPrimaryKey,
+        MLFeatureTable,
+        DataFlow,
+        DataJob,
+        DataProcessInstance,
+        StructuredPropertyEntity,
+        Incident,
+        Document,
+    )
+}
+
+
+def build(ctx: Catalog, urn: str) -> Node | None:
+    """The GraphQL object for ``urn``; None for entity types GraphQL does not model."""
+    typename = TYPES.get(entity_type(urn), (None, None))[0]
+    if typename is None:
+        return None
+    cls = _CLASSES.get(typename)
+    if cls is None:  # a modelled type without a builder: urn and type only
+        node = Node(ctx, urn)
+        node.typename = typename
+        return node
+    return cls(ctx, urn)
