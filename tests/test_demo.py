@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import runpy
 import subprocess
 import sys
 
 from tests.conftest import DEMO_DATA, REPO
+from tests.fakes.github import FakeGitHub
+from tests.fakes.slack import FakeSlack
+from tests.notify_kit import notify_env
+
+_CREDENTIALS = ("GITHUB_TOKEN", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL", "MLCOPILOT_GITHUB_REPO")
+
+
+def _without_credentials() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _CREDENTIALS}
 
 
 def test_shipped_demo_files_are_what_the_generator_builds() -> None:
@@ -22,7 +32,7 @@ def test_demo_tells_the_whole_story(tmp_path) -> None:
         text=True,
         timeout=300,
         check=False,
-        env={"COLUMNS": "160", **dict(__import__("os").environ)},
+        env={"COLUMNS": "160", **_without_credentials()},
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -38,6 +48,13 @@ def test_demo_tells_the_whole_story(tmp_path) -> None:
         "Resolved:",
     ):
         assert expected in out, expected
+    # What GitHub and Slack would receive, shown without credentials and saved exactly.
+    assert "What GitHub and Slack would receive" in out
+    assert "Previewed, not sent: 3 github open, 3 slack open." in out
+    assert "```mermaid" in out
+    saved = sorted((tmp_path / "demo" / "notifications").glob("*.json"))
+    assert saved
+    assert saved[0].name == "001-github-open.json"
     # The story's numbers: 3 incidents at first, 2 more on drift, 1 resolved at the end.
     assert "Incidents: 3 opened, 0 still open, 0 resolved." in out
     assert "Incidents: 2 opened, 3 still open, 0 resolved." in out
@@ -49,6 +66,25 @@ def test_demo_tells_the_whole_story(tmp_path) -> None:
         text=True,
         timeout=300,
         check=False,
+        env=_without_credentials(),
     )
     assert again.returncode == 0, again.stderr
     assert "Incidents: 3 opened, 0 still open, 0 resolved." in again.stdout
+
+
+def test_demo_sends_when_credentials_are_configured(tmp_path) -> None:
+    from rich.console import Console
+
+    from mlcopilot.demo import run_demo
+
+    github, slack = FakeGitHub(), FakeSlack()
+    with github.running(), slack.running():
+        env = notify_env(github, slack, MLCOPILOT_TEST_WRITE_SPACING="0")
+        console = Console(record=True, width=160)
+        run_demo(tmp_path / "demo", console, environ=env)
+    text = console.export_text()
+    assert "Sent to github: open" in text
+    assert "Sent to slack: open" in text
+    assert "Previewed" not in text
+    assert len(github.issues) == 4
+    assert len(slack.roots()) == 4

@@ -1,7 +1,9 @@
 """The ``mlcopilot`` command line: a thin client of the library.
 
 Exit codes: 0 the command ran (no finding at or above ``--fail-on``), 1 a finding at or above
-``--fail-on``, 2 bad usage or input, 3 the catalog cannot be reached, 4 an internal error.
+``--fail-on``, 2 bad usage or input, 3 the catalog cannot be reached, 4 an internal error,
+5 the scan was saved but some notifications or write-backs are not delivered yet (they stay
+in the outbox and are retried: ``mlcopilot outbox list``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import getpass
 import os
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -23,17 +27,23 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from mlcopilot import redact
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import describe_checks, load_checks
+from mlcopilot.clock import OffsetClock
+from mlcopilot.delivery import hand_change_request, scan_delivery
+from mlcopilot.delivery import relay as build_relay
 from mlcopilot.errors import MlCopilotError, UsageError
 from mlcopilot.model import Incident, IncidentState, Severity, short_name
+from mlcopilot.outbox import OutboxStatus
 from mlcopilot.protocols import Catalog, StateStore, WalkLimits
-from mlcopilot.report import render_incidents_json, render_json, render_markdown
+from mlcopilot.relay import RelayReport
+from mlcopilot.report import render_incidents_json, render_json, render_markdown, render_outbox_json
 from mlcopilot.scan import Progress as ScanProgress
 from mlcopilot.scan import ScanOptions, ScanResult, accept_baselines, scan
-from mlcopilot.terminal import print_incidents, print_scan, print_writes
+from mlcopilot.sinks.config import NotifySettings
+from mlcopilot.terminal import print_incidents, print_outbox, print_relay, print_scan, print_writes
 from mlcopilot.wiring import Environment, open_catalog, open_lite, open_state
-from mlcopilot.writeback import plan_writeback
 
 app = typer.Typer(
     name="mlcopilot",
@@ -46,7 +56,11 @@ app = typer.Typer(
 catalog_app = typer.Typer(help="Manage the embedded DataHub Lite catalog.", no_args_is_help=True)
 incidents_app = typer.Typer(help="List, acknowledge and resolve incidents.", no_args_is_help=True)
 baseline_app = typer.Typer(help="Manage the schemas models were trained on.", no_args_is_help=True)
+outbox_app = typer.Typer(
+    help="See and retry what mlcopilot sends to DataHub, GitHub and Slack.", no_args_is_help=True
+)
 app.add_typer(catalog_app, name="catalog")
+app.add_typer(outbox_app, name="outbox")
 app.add_typer(incidents_app, name="incidents")
 app.add_typer(baseline_app, name="baseline")
 
@@ -89,12 +103,12 @@ def handle_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except MlCopilotError as exc:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            err.print(f"[bold red]error:[/] {escape(redact.redact(str(exc)))}")
             raise typer.Exit(exc.exit_code) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception:  # a bug: say so, show where, and use an exit code of its own
-            err.print_exception()
+            err.print(escape(redact.redact(traceback.format_exc())), end="")
             err.print("[bold red]internal error[/]: please report it with the traceback above")
             raise typer.Exit(4) from None
 
@@ -198,9 +212,18 @@ def scan_command(
     ] = None,
     max_hops: Annotated[int, typer.Option(help="Cap on lineage hops from the model.")] = 50,
     max_nodes: Annotated[int, typer.Option(help="Cap on nodes walked per model.")] = 10_000,
+    deliver: Annotated[
+        bool,
+        typer.Option(
+            "--deliver/--no-deliver",
+            help="Deliver the write-back and notifications now (else leave them in the outbox "
+            "for `mlcopilot outbox deliver`).",
+        ),
+    ] = True,
 ) -> None:
-    """Walk every model's upstream lineage, check each node, and track incidents."""
+    """Walk every model's upstream lineage, check each node, track incidents and notify."""
     env = Environment.from_env()
+    settings = NotifySettings.from_env(os.environ)
     options = ScanOptions(
         now=parse_now(now),
         models=tuple(model or ()),
@@ -209,13 +232,16 @@ def scan_command(
     )
     checks = load_checks()
     with _opened(env, catalog, state_url) as (cat, store), _progress() as progress:
-        result = scan(cat, store, checks, options, progress=progress)
+        delivery = scan_delivery(settings, cat, OffsetClock(options.now), deliver=deliver)
+        result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
     for report in result.models:
         for error in report.errors:
             err.print(f"[yellow]warning:[/] {escape(error)}")
     _emit(_render(result, output_format), output, result)
     if fail_on is not None and any(f.severity.at_least(fail_on) for f in result.findings):
         raise typer.Exit(1)
+    if result.relay is not None and not result.relay.ok:
+        raise typer.Exit(5)
 
 
 def _render(result: ScanResult, output_format: OutputFormat) -> str | None:
@@ -238,6 +264,8 @@ def _emit(text: str | None, output: Path | None, result: ScanResult) -> None:
     else:
         _write_atomically(output, text)
         err.print(f"Report written to {output}")
+    if result.relay is not None:
+        print_relay(result.relay, err)
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -318,9 +346,18 @@ def incidents_ack(
 ) -> None:
     """Acknowledge an incident: someone is on it."""
     env = Environment.from_env()
+    settings = NotifySettings.from_env(os.environ)
     store = open_state(env, state_url)
     try:
-        incident = store.acknowledge(incident_id, by=by or getpass.getuser(), at=datetime.now(UTC))
+        now = datetime.now(UTC)
+        current = store.get(incident_id)
+        request = None
+        if current is not None:
+            request = hand_change_request(settings, store, current.model, resolving=None, at=now)
+            request = replace(request, writeback=())
+        incident = store.acknowledge(
+            incident_id, by=by or getpass.getuser(), at=now, notify=request
+        )
     finally:
         store.close()
     out.print(f"Acknowledged {incident.id} ({incident.check} at {short_name(incident.entity)}).")
@@ -336,13 +373,114 @@ def incidents_resolve(
 ) -> None:
     """Resolve an incident by hand and update the catalog (reopens if the risk is still there)."""
     env = Environment.from_env()
+    settings = NotifySettings.from_env(os.environ)
     with _opened(env, catalog, state_url) as (cat, store):
-        incident = store.resolve(incident_id, at=datetime.now(UTC), reason=reason)
-        everything = store.incidents(include_resolved=True)
-        mine = [i for i in everything if i.model == incident.model]
-        writes = cat.apply(plan_writeback(mine, models=[incident.model], everything=everything))
+        now = datetime.now(UTC)
+        current = store.get(incident_id)
+        request = None
+        if current is not None:
+            request = hand_change_request(
+                settings, store, current.model, resolving=(incident_id, reason), at=now
+            )
+        incident = store.resolve(incident_id, at=now, reason=reason, notify=request)
+        relay, datahub = build_relay(settings, cat, store, OffsetClock(now))
+        report = relay.run()
     out.print(f"Resolved {incident.id} ({incident.check} at {short_name(incident.entity)}).")
-    print_writes(writes, out, dry_run=False)
+    print_writes(datahub.applied, out, dry_run=False)
+    print_relay(report, out)
+    if not report.ok:
+        raise typer.Exit(5)
+
+
+class OutboxFilter(StrEnum):
+    """Which rows ``outbox list`` shows."""
+
+    waiting = "waiting"
+    pending = "pending"
+    sending = "sending"
+    done = "done"
+    dead = "dead"
+    cancelled = "cancelled"
+    all = "all"
+
+
+@outbox_app.command("list")
+@handle_errors
+def outbox_list(
+    status: Annotated[
+        OutboxFilter, typer.Option(help="Which rows: waiting = pending, sending and dead.")
+    ] = OutboxFilter.waiting,
+    limit: Annotated[int, typer.Option(help="At most this many rows, newest first.")] = 100,
+    output_format: Annotated[ListFormat, typer.Option("--format")] = ListFormat.table,
+    state_url: StateOption = None,
+) -> None:
+    """List outbox rows: what is waiting to reach DataHub, GitHub and Slack, and what died."""
+    env = Environment.from_env()
+    store = open_state(env, state_url)
+    try:
+        statuses: list[OutboxStatus] | None
+        if status is OutboxFilter.all:
+            statuses = None
+        elif status is OutboxFilter.waiting:
+            statuses = [OutboxStatus.PENDING, OutboxStatus.SENDING, OutboxStatus.DEAD]
+        else:
+            statuses = [OutboxStatus(status.value)]
+        items = store.outbox(statuses=statuses, limit=limit)
+    finally:
+        store.close()
+    if output_format is ListFormat.json:
+        sys.stdout.write(render_outbox_json(items))
+        return
+    if not items:
+        out.print(f"No {status.value} outbox rows.")
+        return
+    print_outbox(items, out)
+
+
+@outbox_app.command("retry")
+@handle_errors
+def outbox_retry(
+    ids: Annotated[
+        list[int] | None,
+        typer.Argument(metavar="[ID]...", help="Dead rows to retry (default: all)."),
+    ] = None,
+    catalog: CatalogOption = None,
+    state_url: StateOption = None,
+) -> None:
+    """Make dead rows pending again and deliver everything that is due."""
+    _deliver(catalog, state_url, retry_ids=ids or None, retry=True)
+
+
+@outbox_app.command("deliver")
+@handle_errors
+def outbox_deliver(catalog: CatalogOption = None, state_url: StateOption = None) -> None:
+    """Deliver every due outbox row (for a relay run apart from scans)."""
+    _deliver(catalog, state_url, retry_ids=None, retry=False)
+
+
+def _deliver(
+    catalog: str | None, state_url: str | None, *, retry_ids: list[int] | None, retry: bool
+) -> None:
+    env = Environment.from_env()
+    settings = NotifySettings.from_env(os.environ)
+    with _opened(env, catalog, state_url) as (cat, store):
+        now = datetime.now(UTC)
+        if retry:
+            count = store.retry_outbox(retry_ids, now=now)
+            out.print(f"{count} dead row(s) made pending again.")
+        relay, datahub = build_relay(settings, cat, store, OffsetClock(now))
+        report = relay.run()
+    _print_delivery(report, len(datahub.applied))
+    if not report.ok:
+        raise typer.Exit(5)
+
+
+def _print_delivery(report: RelayReport, applied: int) -> None:
+    if not report.delivered and report.ok:
+        out.print("Nothing was due.")
+    elif applied:
+        out.print(f"Write-back: {applied} change(s) to the catalog.")
+    print_relay(report, out)
 
 
 @baseline_app.command("accept")
@@ -388,6 +526,7 @@ def demo_command(
 
 def main() -> None:
     """Entry point of the ``mlcopilot`` command."""
+    redact.install()
     try:
         app()
     except KeyboardInterrupt:

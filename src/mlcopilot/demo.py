@@ -4,24 +4,39 @@ It loads real DataHub metadata files (shipped in ``mlcopilot/demo_data``; built 
 ``scripts/build_demo_data.py``) into DataHub Lite, scans, changes an upstream schema, scans
 again, shows the write-back, and resolves an incident when the column comes back. The demo's
 clock is fixed, so every run tells the same story.
+
+It also shows exactly what each scan sends to GitHub and Slack: without credentials the
+requests are rendered and printed (and saved, byte for byte, under ``<home>/notifications``);
+with ``GITHUB_TOKEN`` + ``MLCOPILOT_GITHUB_REPO``, ``SLACK_BOT_TOKEN`` +
+``MLCOPILOT_SLACK_CHANNEL`` or ``SLACK_WEBHOOK_URL`` set, they are really sent.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from importlib.resources import as_file, files
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.panel import Panel
 from rich.rule import Rule
 
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
+from mlcopilot.clock import OffsetClock
+from mlcopilot.delivery import notification_sinks
 from mlcopilot.model import IncidentWrite, short_name
+from mlcopilot.outbox import Sink
 from mlcopilot.protocols import StateStore
-from mlcopilot.scan import ScanOptions, ScanResult, scan
+from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
+from mlcopilot.sinks.config import NotifySettings
+from mlcopilot.sinks.preview import Preview, PreviewGitHub, PreviewSlack
 from mlcopilot.store import default_state_url, open_store
 from mlcopilot.terminal import print_scan
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY
@@ -35,29 +50,144 @@ SCAN_TIMES = (
 )
 
 
-def run_demo(home: Path, console: Console) -> None:
+def run_demo(home: Path, console: Console, environ: Mapping[str, str] | None = None) -> None:
     """Run the demo in ``home`` (its catalog and state are recreated from scratch)."""
     home.mkdir(parents=True, exist_ok=True)
     catalog_path = home / "catalog.db"
     for stale in (catalog_path, home / "state.db"):
         stale.unlink(missing_ok=True)
+    settings = NotifySettings.from_env(os.environ if environ is None else environ)
+    notifications = _Notifications(settings, home / "notifications", console)
     catalog = open_lite_catalog(catalog_path, create=True)
     store = open_store(default_state_url(home))
     try:
-        _story(catalog, store, catalog_path, home, console)
+        _story(catalog, store, catalog_path, home, console, notifications)
     finally:
         store.close()
         catalog.close()
 
 
+class _Notifications:
+    """Real sinks where credentials are set, previews elsewhere; prints what went out."""
+
+    def __init__(self, settings: NotifySettings, folder: Path, console: Console) -> None:
+        self.settings = settings
+        self.console = console
+        self.folder = folder
+        self.sent: list[Preview] = []  # both previews append here, in request order
+        self.github = PreviewGitHub(datahub_url=settings.datahub_url, sent=self.sent)
+        self.slack = PreviewSlack(datahub_url=settings.datahub_url, sent=self.sent)
+        self._shown = 0
+        self._full_shown: set[str] = set()
+        for old in folder.glob("*.json") if folder.exists() else ():
+            old.unlink()
+
+    @property
+    def previewed(self) -> set[str]:
+        """The sinks shown rather than sent (no credentials for them)."""
+        return {"github", "slack"} - set(self.settings.sinks)
+
+    def sinks(self, when: datetime) -> list[Sink]:
+        real = notification_sinks(self.settings, OffsetClock(when))
+        names = {s.name for s in real}
+        previews: list[Sink] = [p for p in (self.github, self.slack) if p.name not in names]
+        return [*real, *previews]
+
+    def delivery(self, when: datetime) -> Delivery:
+        # The demo's clock jumps days between scans: no group_wait, so nothing waits for real.
+        policy = replace(self.settings.policy, group_wait=timedelta(0))
+        return Delivery(sinks=self.sinks(when), policy=policy, clock=OffsetClock(when))
+
+    def show(self, result: ScanResult) -> None:
+        fresh = self.sent[self._shown :]
+        self._shown = len(self.sent)
+        sent = [i for i in (result.relay.delivered if result.relay else []) if i.sink != "datahub"]
+        for item in sent:
+            if item.sink in self.settings.sinks:
+                self.console.print(
+                    f"[green]Sent[/] to {item.sink}: {item.action} ({item.dedupe_key})"
+                )
+        if not fresh:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        hint = {
+            "github": "set GITHUB_TOKEN and MLCOPILOT_GITHUB_REPO to send it",
+            "slack": "set SLACK_BOT_TOKEN and MLCOPILOT_SLACK_CHANNEL, or SLACK_WEBHOOK_URL",
+        }
+        self.console.print()
+        self.console.print(
+            f"[bold]What GitHub and Slack would receive[/] ({len(fresh)} request(s); saved "
+            f"exactly under {escape(str(self.folder))}):"
+        )
+        for preview in fresh:
+            if preview.action == "open":
+                self._show_in_full(preview)
+            number = len(list(self.folder.glob("*.json"))) + 1
+            path = (
+                self.folder / f"{number:03d}-{preview.sink}-{preview.action.replace(' ', '-')}.json"
+            )
+            path.write_text(json.dumps(_as_request(preview), indent=2, ensure_ascii=False) + "\n")
+            self.console.print(
+                f"  [cyan]{preview.sink}[/] {escape(preview.request)} ({preview.action}) "
+                f"[dim]— preview: {hint[preview.sink]}[/]"
+            )
+            self.console.print(f"    {escape(_summary(preview))}")
+
+    def _show_in_full(self, preview: Preview) -> None:
+        """The first issue body and the first Slack message, whole: what people will read."""
+        if preview.sink in self._full_shown:
+            return
+        self._full_shown.add(preview.sink)
+        if preview.sink == "github":
+            title = f"GitHub issue: {preview.payload['title']}"
+            text = str(preview.payload["body"])
+        else:
+            title = "Slack message (Block Kit, shown as its text)"
+            blocks = preview.payload.get("blocks", [])
+            text = "\n".join(_block_text(b) for b in blocks)
+        self.console.print(Panel(escape(text), title=escape(title), title_align="left"))
+
+
+def _block_text(block: Mapping[str, object]) -> str:
+    if block.get("type") == "context":
+        elements = block.get("elements")
+        return (
+            " ".join(str(e.get("text", "")) for e in elements) if isinstance(elements, list) else ""
+        )
+    text = block.get("text")
+    return str(text.get("text", "")) if isinstance(text, dict) else ""
+
+
+def _as_request(preview: Preview) -> dict[str, object]:
+    return {"request": preview.request, "json": preview.payload}
+
+
+def _summary(preview: Preview) -> str:
+    payload = preview.payload
+    if preview.sink == "github" and preview.action == "open":
+        body_lines = str(payload["body"]).count("\n") + 1
+        return f"title: {payload['title']}  (body: {body_lines} lines of markdown, Mermaid diagram)"
+    if preview.sink == "github":
+        first = next((x for x in str(payload.get("body", "")).splitlines()[1:] if x.strip()), "")
+        return first or json.dumps(payload)
+    return f"text: {payload.get('text', '')}  ({len(payload.get('blocks', []))} Block Kit blocks)"
+
+
 def _story(
-    catalog: LiteCatalog, store: StateStore, catalog_path: Path, home: Path, console: Console
+    catalog: LiteCatalog,
+    store: StateStore,
+    catalog_path: Path,
+    home: Path,
+    console: Console,
+    notifications: _Notifications,
 ) -> None:
     checks = load_checks()
 
     def run_scan(when: datetime) -> ScanResult:
-        result = scan(catalog, store, checks, ScanOptions(now=when))
-        print_scan(result, console)
+        options = ScanOptions(now=when)
+        result = scan(catalog, store, checks, options, delivery=notifications.delivery(when))
+        print_scan(result, console, previewed=notifications.previewed)
+        notifications.show(result)
         return result
 
     _step(console, "1/5", "Build a DataHub catalog (DataHub Lite, embedded — no server)")

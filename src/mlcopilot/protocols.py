@@ -27,6 +27,14 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
+from mlcopilot.outbox import (
+    NotifyRequest,
+    OutboxItem,
+    OutboxStatus,
+    OutboxStore,
+    PlannedRow,
+    WatchedGroup,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +138,8 @@ class Check(Protocol):
         ...
 
 
-class StateStore(Protocol):
-    """Where baselines, scan runs and incidents live between scans (SQLite or PostgreSQL)."""
+class StateStore(OutboxStore, Protocol):
+    """Where baselines, scan runs, incidents and the outbox live (SQLite or PostgreSQL)."""
 
     def baseline(self, model: Urn, dataset: Urn) -> Baseline | None:
         """The stored baseline schema of ``dataset`` for ``model``."""
@@ -166,21 +174,47 @@ class StateStore(Protocol):
         findings: int,
         finished_at: datetime | None = None,
         baselines: Sequence[Baseline] = (),
+        notify: NotifyRequest | None = None,
     ) -> int:
-        """Store a scan run, its incident changes and ``baselines`` in one transaction.
+        """Store a scan run, its incident changes, ``baselines`` and outbox rows in one transaction.
 
         Returns the run id. ``updated`` incidents keep their stored state (an acknowledgement
         made meanwhile stays); a concurrent change to the same incidents makes the whole scan
-        fail with nothing saved.
+        fail with nothing saved. With ``notify``, the write-back and the notifications the
+        changes imply are committed as outbox rows in the same transaction.
         """
         ...
 
-    def acknowledge(self, incident_id: str, *, by: str, at: datetime) -> Incident:
-        """Mark an open incident acknowledged."""
+    def preview_notifications(
+        self, changes: IncidentChanges, notify: NotifyRequest, *, now: datetime
+    ) -> list[PlannedRow]:
+        """The outbox rows :meth:`record_scan` would commit for ``changes``; writes nothing."""
         ...
 
-    def resolve(self, incident_id: str, *, at: datetime, reason: str) -> Incident:
-        """Resolve an incident by hand."""
+    def acknowledge(
+        self, incident_id: str, *, by: str, at: datetime, notify: NotifyRequest | None = None
+    ) -> Incident:
+        """Mark an open incident acknowledged (and, with ``notify``, its group)."""
+        ...
+
+    def resolve(
+        self, incident_id: str, *, at: datetime, reason: str, notify: NotifyRequest | None = None
+    ) -> Incident:
+        """Resolve an incident by hand (with ``notify``, plan what that notifies)."""
+        ...
+
+    def watched_groups(self, models: Sequence[Urn] | None = None) -> list[WatchedGroup]:
+        """Open, unacknowledged notification groups (of ``models``), with refs and incidents."""
+        ...
+
+    def outbox(
+        self, *, statuses: Sequence[OutboxStatus] | None = None, limit: int = 200
+    ) -> list[OutboxItem]:
+        """Outbox rows, newest first."""
+        ...
+
+    def retry_outbox(self, ids: Sequence[int] | None = None, *, now: datetime) -> int:
+        """Make dead outbox rows pending again; how many."""
         ...
 
     def close(self) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mlcopilot.model import Finding, Incident, ModelReport, short_name
+from mlcopilot.outbox import OutboxItem
+from mlcopilot.redact import redact
 from mlcopilot.scan import ScanResult
 
 REPORT_VERSION = 1
@@ -130,3 +132,30 @@ def _md(text: str) -> str:
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def outbox_dict(item: OutboxItem) -> dict[str, Any]:
+    """One outbox row as ``outbox list --format json`` shows it (its content left out)."""
+    return {
+        "id": item.id,
+        "sink": item.sink,
+        "action": item.action,
+        "seq": item.seq,
+        "group": item.group_key,
+        "generation": item.group_generation,
+        "dedupe_key": item.dedupe_key,
+        "status": item.status.value,
+        "attempts": item.attempts,
+        "uncertain": item.uncertain,
+        "created_at": item.created_at.isoformat(),
+        "not_before": item.not_before.isoformat(),
+        "next_attempt_at": item.next_attempt_at.isoformat(),
+        "delivered_at": _iso(item.delivered_at),
+        "last_error": redact(item.last_error) if item.last_error else None,
+        "warning": redact(item.warning) if item.warning else None,
+    }
+
+
+def render_outbox_json(items: Sequence[OutboxItem]) -> str:
+    """``outbox list --format json``."""
+    return json.dumps([outbox_dict(i) for i in items], indent=2, ensure_ascii=False) + "\n"

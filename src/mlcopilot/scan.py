@@ -1,8 +1,11 @@
-"""One scan: walk each model's lineage, run the checks, reconcile incidents, write back.
+"""One scan: walk each model's lineage, run the checks, reconcile incidents, notify.
 
-The scan only reads until the very end: findings and incident changes are computed first, then
-stored in one transaction, then written back to the catalog. An aborted scan leaves nothing
-half-written, and ``dry_run`` stops before the store and shows the would-be write-back.
+The scan only reads until the very end: acknowledgements made in DataHub or GitHub are read
+back, findings and incident changes are computed, then the changes *and every side effect they
+imply* (the DataHub write-back, GitHub and Slack notifications) are stored in one transaction
+as outbox rows. Only then does the relay deliver them. An aborted scan leaves nothing
+half-written and loses no notification; ``dry_run`` stops before the store and shows the
+would-be write-back and notifications.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from mlcopilot.acks import AckReport, AckSource, read_back
+from mlcopilot.clock import Clock, OffsetClock
 from mlcopilot.errors import CatalogError, UsageError
 from mlcopilot.impact import column_usage
 from mlcopilot.incidents import reconcile
@@ -27,7 +32,11 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
+from mlcopilot.outbox import NotifyPolicy, NotifyRequest, PlannedRow, Sink
 from mlcopilot.protocols import Catalog, Check, CheckContext, StateStore, WalkLimits
+from mlcopilot.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
+from mlcopilot.sinks.datahub import DataHubSink, encode_writes
+from mlcopilot.store import StoreConflict
 from mlcopilot.writeback import plan_writeback
 
 Progress = Callable[[int, int, Urn], None]
@@ -46,6 +55,27 @@ class ScanOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class Delivery:
+    """How a scan's side effects leave: sinks besides DataHub, timing, clock, acknowledgements.
+
+    The default notifies nobody and writes back to the catalog through the outbox.
+    ``deliver=False`` commits the intents and leaves them for ``mlcopilot outbox deliver``.
+    """
+
+    sinks: Sequence[Sink] = ()
+    policy: NotifyPolicy = field(default_factory=NotifyPolicy)
+    ack_sources: Sequence[AckSource] = ()
+    clock: Clock | None = None
+    """The relay's clock; default: real time, starting at the scan's ``now``."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    failpoint: Failpoint = no_failpoint
+    deliver: bool = True
+
+
+_CONFLICT_RETRIES = 3
+
+
+@dataclass(frozen=True, slots=True)
 class ScanResult:
     """Everything a scan found and did."""
 
@@ -57,6 +87,12 @@ class ScanResult:
     """Catalog writes made (or, with ``dry_run``, that would be made)."""
     dry_run: bool
     run_id: int | None
+    notifications: tuple[PlannedRow, ...] = ()
+    """Outbox rows this scan committed (or, with ``dry_run``, would commit)."""
+    relay: RelayReport | None = None
+    """What the relay delivered after the commit (None: not run)."""
+    acks: AckReport = field(default_factory=AckReport)
+    """Acknowledgements read back from DataHub and GitHub."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -71,8 +107,10 @@ def scan(
     options: ScanOptions,
     *,
     progress: Progress | None = None,
+    delivery: Delivery | None = None,
 ) -> ScanResult:
-    """Scan ``options.models`` (or every model) and reconcile, store and write back incidents."""
+    """Scan ``options.models`` (or every model), reconcile, store, write back and notify."""
+    delivery = delivery or Delivery()
     started_at = options.now
     models = _models_to_scan(catalog, options.models)
     reports: list[ModelReport] = []
@@ -92,37 +130,89 @@ def scan(
         progress(len(models), len(models), "")
 
     findings = [f for r in reports for f in r.findings]
-    previous = [i for i in store.incidents(include_resolved=True) if i.model in set(models)]
-    changes = reconcile(
-        previous,
-        findings,
-        evaluated=lambda m, c, e: (m, c, e) in evaluated,
-        now=options.now,
-    )
-    after = _after(previous, changes)
-    everything = _after(store.incidents(include_resolved=True), changes)
-    plan = plan_writeback(after, models=models, everything=everything)
-    run_id = None
+    acks = AckReport()
     if not options.dry_run:
-        run_id = store.record_scan(
-            changes,
-            started_at=started_at,
+        acks = read_back(store, delivery.ack_sources, models, now=options.now)
+    sinks = tuple(s.name for s in delivery.sinks)
+    for attempt in range(1, _CONFLICT_RETRIES + 1):
+        previous = [i for i in store.incidents(include_resolved=True) if i.model in set(models)]
+        changes = reconcile(
+            previous,
+            findings,
+            evaluated=lambda m, c, e: (m, c, e) in evaluated,
             now=options.now,
-            catalog=catalog.label,
-            models=models,
-            findings=len(findings),
-            baselines=baselines,
         )
-    writes = catalog.apply(plan, dry_run=options.dry_run)
+        after = _after(previous, changes)
+        everything = _after(store.incidents(include_resolved=True), changes)
+        plan = plan_writeback(after, models=models, everything=everything)
+        request = NotifyRequest(policy=delivery.policy, sinks=sinks, writeback=encode_writes(plan))
+        if options.dry_run:
+            rows = store.preview_notifications(changes, request, now=options.now)
+            return ScanResult(
+                now=options.now,
+                catalog=catalog.label,
+                models=tuple(reports),
+                changes=changes,
+                writes=tuple(catalog.apply(plan, dry_run=True)),
+                dry_run=True,
+                run_id=None,
+                notifications=tuple(rows),
+            )
+        try:
+            rows = store.preview_notifications(changes, request, now=options.now)
+            run_id = store.record_scan(
+                changes,
+                started_at=started_at,
+                now=options.now,
+                catalog=catalog.label,
+                models=models,
+                findings=len(findings),
+                baselines=baselines,
+                notify=request,
+            )
+            break
+        except StoreConflict:
+            # Another scanner stored the same incidents first: reconcile against them.
+            if attempt == _CONFLICT_RETRIES:
+                raise
+    delivery.failpoint("after_commit")
+    relayed: RelayReport | None = None
+    written: tuple[Write, ...] = ()
+    if delivery.deliver:
+        relayed, written = _relay(catalog, store, delivery, options.now)
     return ScanResult(
         now=options.now,
         catalog=catalog.label,
         models=tuple(reports),
         changes=changes,
-        writes=tuple(writes),
-        dry_run=options.dry_run,
+        writes=written,
+        dry_run=False,
         run_id=run_id,
+        notifications=tuple(rows),
+        relay=relayed,
+        acks=acks,
     )
+
+
+def _relay(
+    catalog: Catalog,
+    store: StateStore,
+    delivery: Delivery,
+    now: datetime,
+) -> tuple[RelayReport, tuple[Write, ...]]:
+    datahub = DataHubSink(catalog)
+    clock = delivery.clock or OffsetClock(now)
+    relay = Relay(
+        store,
+        [datahub, *delivery.sinks],
+        clock=clock,
+        retry=delivery.retry,
+        failpoint=delivery.failpoint,
+    )
+    # A new group's first message waits group_wait (so findings of a concurrent scan join
+    # it); stay that long for anything due by then, this scan's or another's.
+    report = relay.run(linger=delivery.policy.group_wait)
+    return report, tuple(datahub.applied)
 
 
 def _models_to_scan(catalog: Catalog, requested: Sequence[Urn]) -> list[Urn]:

@@ -1,8 +1,8 @@
-"""Readable terminal output (rich): scan results, write-back, incident lists."""
+"""Readable terminal output (rich): scan results, write-back, notifications, incident lists."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,7 +18,11 @@ from mlcopilot.model import (
     Write,
     short_name,
 )
+from mlcopilot.outbox import OutboxItem, PlannedRow, decode_notification
+from mlcopilot.redact import redact
+from mlcopilot.relay import RelayReport
 from mlcopilot.scan import ScanResult
+from mlcopilot.sinks.content import headline
 
 SEVERITY_STYLE = {
     Severity.CRITICAL: "bold red",
@@ -28,8 +32,8 @@ SEVERITY_STYLE = {
 }
 
 
-def print_scan(result: ScanResult, console: Console) -> None:
-    """Render a scan result as readable tables."""
+def print_scan(result: ScanResult, console: Console, *, previewed: Collection[str] = ()) -> None:
+    """Render a scan result as readable tables (``previewed`` sinks only showed, not sent)."""
     for report in result.models:
         lineage = report.lineage
         console.print()
@@ -67,6 +71,73 @@ def print_scan(result: ScanResult, console: Console) -> None:
         f"[green]{len(changes.resolved)}[/] resolved."
     )
     print_writes(result.writes, console, dry_run=result.dry_run)
+    print_notifications(result.notifications, console, dry_run=result.dry_run)
+    for incident_id, who in sorted(result.acks.acknowledged.items()):
+        console.print(f"Acknowledged {incident_id} ({escape(who)}).")
+    for warning in result.acks.warnings:
+        console.print(f"[yellow]warning:[/] {escape(redact(warning))}")
+    if result.relay is not None:
+        print_relay(result.relay, console, previewed=previewed)
+
+
+def print_notifications(rows: Sequence[PlannedRow], console: Console, *, dry_run: bool) -> None:
+    """Say which GitHub/Slack notifications the scan committed (or would commit)."""
+    notify = [r for r in rows if r.sink != "datahub"]
+    if not notify:
+        return
+    verb = "would send" if dry_run else "queued"
+    console.print(f"Notifications {verb}:")
+    for row in notify:
+        text = headline(decode_notification(row.payload))
+        console.print(f"  - {row.sink} {row.action}: {escape(text)}")
+
+
+def print_relay(report: RelayReport, console: Console, *, previewed: Collection[str] = ()) -> None:
+    """Say what the relay delivered, what it will retry and what is dead."""
+    for label, sinks_shown in (("Delivered", False), ("Previewed, not sent", True)):
+        items = [
+            i
+            for i in report.delivered
+            if i.sink != "datahub" and (i.sink in previewed) == sinks_shown
+        ]
+        counts: dict[str, int] = {}
+        for item in items:
+            counts[f"{item.sink} {item.action}"] = counts.get(f"{item.sink} {item.action}", 0) + 1
+        if counts:
+            done = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+            console.print(f"{label}: {done}.")
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {escape(redact(warning))}")
+    for item, error in report.retrying:
+        console.print(
+            f"[yellow]not delivered yet[/] (outbox row {item.id}, {item.sink} {item.action}): "
+            f"{escape(redact(error))} — it will be retried"
+        )
+    for item, error in report.dead:
+        console.print(
+            f"[bold red]dead[/] (outbox row {item.id}, {item.sink} {item.action}): "
+            f"{escape(redact(error))} — fix the cause, then `mlcopilot outbox retry {item.id}`"
+        )
+
+
+def print_outbox(items: Sequence[OutboxItem], console: Console) -> None:
+    """Render outbox rows as a table."""
+    table = Table(header_style="bold", box=None, padding=(0, 1))
+    for column in ("id", "sink", "action", "status", "attempts", "group", "due", "last error"):
+        table.add_column(column, overflow="fold")
+    for item in items:
+        status = item.status.value + (" ⚠" if item.warning or item.uncertain else "")
+        table.add_row(
+            str(item.id),
+            item.sink,
+            f"{item.action} {item.seq}" if item.action in ("update", "reminder") else item.action,
+            status,
+            str(item.attempts),
+            f"{item.group_key}/{item.group_generation}",
+            max(item.not_before, item.next_attempt_at).strftime("%Y-%m-%d %H:%M:%S"),
+            escape(redact(item.last_error or item.warning or "")),
+        )
+    console.print(table)
 
 
 def print_writes(writes: Sequence[Write], console: Console, *, dry_run: bool) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -124,6 +125,8 @@ incidents = Table(
     Column("acknowledged_by", Text),
     Column("resolution", Text),
     Column("last_run_id", Integer, ForeignKey("scan_runs.id")),
+    Column("group_key", String(32)),
+    Column("group_generation", Integer),
     PrimaryKeyConstraint("id", "generation"),
     CheckConstraint("generation >= 1", name="generation"),
     CheckConstraint("state IN ('open', 'acknowledged', 'resolved')", name="state"),
@@ -133,6 +136,7 @@ incidents = Table(
         "state != 'acknowledged' OR acknowledged_at IS NOT NULL", name="acknowledged_at"
     ),
     Index("ix_incidents_model", "model"),
+    Index("ix_incidents_group_key_group_generation", "group_key", "group_generation"),
     Index(
         "uq_incidents_one_open_generation",
         "id",
@@ -141,3 +145,79 @@ incidents = Table(
         postgresql_where=text(OPEN_WHERE),
     ),
 )
+
+notify_groups = Table(
+    "notify_groups",
+    metadata,
+    Column("key", String(32), nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("check_name", String(64), nullable=False),
+    Column("entity", Text, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("opened_at", UTCDateTime, nullable=False),
+    Column("notified_at", UTCDateTime, nullable=False),
+    Column("resolved_at", UTCDateTime),
+    Column("acknowledged_by", Text),
+    Column("notified", JSON, nullable=False),
+    Column("sinks", JSON, nullable=False),
+    Column("updates", Integer, nullable=False),
+    Column("reminders", Integer, nullable=False),
+    PrimaryKeyConstraint("key", "generation"),
+    CheckConstraint("generation >= 1", name="generation"),
+    CheckConstraint("state IN ('open', 'acknowledged', 'resolved')", name="state"),
+    Index(
+        "uq_notify_groups_one_open_generation",
+        "key",
+        unique=True,
+        sqlite_where=text(OPEN_WHERE),
+        postgresql_where=text(OPEN_WHERE),
+    ),
+)
+"""One row per notification group generation: one root cause, one issue, one Slack thread."""
+
+OUTBOX_STATUSES = "'pending', 'sending', 'done', 'dead', 'cancelled'"
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dedupe_key", String(200), nullable=False),
+    Column("sink", String(16), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("group_key", String(64), nullable=False),
+    Column("group_generation", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("uncertain", Boolean, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("not_before", UTCDateTime, nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Column("lease_owner", Text),
+    Column("lease_expires_at", UTCDateTime),
+    Column("last_error", Text),
+    Column("warning", Text),
+    Column("delivered_at", UTCDateTime),
+    Column("run_id", Integer, ForeignKey("scan_runs.id")),
+    CheckConstraint(f"status IN ({OUTBOX_STATUSES})", name="status"),
+    CheckConstraint("sink IN ('datahub', 'github', 'slack')", name="sink"),
+    Index("uq_outbox_dedupe_key", "dedupe_key", unique=True),
+    Index("ix_outbox_status_sink", "status", "sink"),
+    Index("ix_outbox_sink_group_key_group_generation", "sink", "group_key", "group_generation"),
+)
+"""The transactional outbox: every side effect a scan decided, until a relay delivered it."""
+
+sink_refs = Table(
+    "sink_refs",
+    metadata,
+    Column("group_key", String(64), nullable=False),
+    Column("group_generation", Integer, nullable=False),
+    Column("sink", String(16), nullable=False),
+    Column("ref", Text, nullable=False),
+    Column("url", Text),
+    Column("data", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("group_key", "group_generation", "sink"),
+)
+"""Where each group lives in each sink: the GitHub issue number, the Slack channel and ts."""

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from importlib import resources
 from pathlib import Path
@@ -60,15 +60,28 @@ from mlcopilot.model import (
     IncidentState,
     Schema,
     SchemaField,
-    Severity,
     Urn,
 )
+from mlcopilot.outbox import (
+    Delivered,
+    NotifyRequest,
+    OutboxItem,
+    OutboxStatus,
+    PlannedRow,
+    SinkName,
+    SinkRef,
+    WatchedGroup,
+)
+from mlcopilot.store import groups_sql, notify_sql, outbox_sql
 from mlcopilot.store import schema as t
+from mlcopilot.store.rows import incident_from_mapping
 
 if TYPE_CHECKING:
     from mlcopilot.protocols import StateStore
 
-_TABLES: Final = frozenset({"baselines", "scan_runs", "incidents"})
+_TABLES: Final = frozenset(
+    {"baselines", "scan_runs", "incidents", "notify_groups", "outbox", "sink_refs"}
+)
 _MIGRATION_LOCK: Final = 0x6D6C_636F_7069_6C6F  # "mlcopilo": serialises migrations on Postgres
 _PG_CONNECT_TIMEOUT_S: Final = 10
 _WRITE: Final = "mlcopilot_write"
@@ -221,6 +234,7 @@ class SqlStore:
         findings: int,
         finished_at: datetime | None = None,
         baselines: Sequence[Baseline] = (),
+        notify: NotifyRequest | None = None,
     ) -> int:
         """Store a scan run and its incident changes in one transaction: all or nothing.
 
@@ -237,6 +251,8 @@ class SqlStore:
             findings: How many findings the scan produced.
             finished_at: When the scan finished; defaults to the current time.
             baselines: Baselines to save in the same transaction (see :meth:`save_baselines`).
+            notify: The notifications to plan in the same transaction: the outbox rows for
+                the DataHub write-back and for every notification group the changes touch.
 
         Returns:
             The id of the stored scan run (increasing).
@@ -266,6 +282,9 @@ class SqlStore:
             key = conn.execute(insert(t.scan_runs), run).inserted_primary_key
             assert key is not None  # both engines report autoincrement keys
             run_id = int(key[0])
+            planned = None
+            if notify is not None:
+                planned = notify_sql.plan(conn, changes, notify, now=now, run_id=run_id, lock=True)
             if changes.opened:
                 try:
                     conn.execute(insert(i), [_incident_row(inc, run_id) for inc in changes.opened])
@@ -295,10 +314,31 @@ class SqlStore:
                     "last_run_id": run_id,
                 }
                 self._update_open(conn, inc, values, "resolved")
+            if planned is not None:
+                self._apply_plan(conn, planned, now=now, run_id=run_id)
         return run_id
 
-    def acknowledge(self, incident_id: str, *, by: str, at: datetime) -> Incident:
+    def preview_notifications(
+        self, changes: IncidentChanges, notify: NotifyRequest, *, now: datetime
+    ) -> list[PlannedRow]:
+        """The outbox rows :meth:`record_scan` would insert for ``changes``; writes nothing."""
+        with self._read("planning notifications") as conn:
+            planned = notify_sql.plan(conn, changes, notify, now=now, run_id=None, lock=False)
+        rows: list[PlannedRow] = planned.rows
+        return rows
+
+    def acknowledge(
+        self,
+        incident_id: str,
+        *,
+        by: str,
+        at: datetime,
+        notify: NotifyRequest | None = None,
+    ) -> Incident:
         """Mark an open incident acknowledged (a no-op when it already is).
+
+        With ``notify``, its notification group is acknowledged in the same transaction: no
+        more updates or reminders about it, only the resolution.
 
         Raises:
             UsageError: No incident has this id, it is resolved, or ``by`` is blank.
@@ -309,10 +349,24 @@ class SqlStore:
             done = lifecycle.acknowledge(current, by=by, at=at)
             if done is not current:
                 self._set(conn, current, done)
+                if notify is not None:
+                    changes = IncidentChanges(updated=(done,))
+                    planned = notify_sql.plan(conn, changes, notify, now=at, run_id=None, lock=True)
+                    self._apply_plan(conn, planned, now=at, run_id=None)
         return done
 
-    def resolve(self, incident_id: str, *, at: datetime, reason: str) -> Incident:
+    def resolve(
+        self,
+        incident_id: str,
+        *,
+        at: datetime,
+        reason: str,
+        notify: NotifyRequest | None = None,
+    ) -> Incident:
         """Resolve an incident by hand; if its risk is still there, the next scan reopens it.
+
+        With ``notify``, the resolution's notifications (and write-back) are planned in the
+        same transaction.
 
         Raises:
             UsageError: No incident has this id, it is already resolved, or ``reason`` is blank.
@@ -322,7 +376,91 @@ class SqlStore:
             current = self._must_get(conn, incident_id)
             done = lifecycle.resolve(current, at=at, reason=reason)
             self._set(conn, current, done)
+            if notify is not None:
+                changes = IncidentChanges(resolved=(done,))
+                seq = _writeback_seq(conn)
+                planned = notify_sql.plan(conn, changes, notify, now=at, run_id=seq, lock=True)
+                self._apply_plan(conn, planned, now=at, run_id=None)
         return done
+
+    # --- the outbox (see mlcopilot.outbox and mlcopilot.relay)
+
+    def claim(
+        self, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta
+    ) -> OutboxItem | None:
+        """Take the next deliverable outbox row of ``sinks`` for ``owner``; None if none is due."""
+        with self._write("claiming an outbox row") as conn:
+            return outbox_sql.claim(conn, sinks=sinks, owner=owner, now=now, lease=lease)
+
+    def complete(
+        self, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
+    ) -> None:
+        """Mark a delivered row done and remember where its group lives in the sink."""
+        with self._write("recording a delivery") as conn:
+            outbox_sql.complete(conn, item, delivered, owner=owner, now=now)
+
+    def fail(
+        self,
+        item: OutboxItem,
+        *,
+        owner: str,
+        error: str,
+        now: datetime,
+        retry_at: datetime | None,
+        uncertain: bool,
+        count_attempt: bool = True,
+    ) -> None:
+        """Put a row back to pending until ``retry_at``, or dead (``retry_at`` None)."""
+        with self._write("recording a failed delivery") as conn:
+            outbox_sql.fail(
+                conn,
+                item,
+                owner=owner,
+                error=error,
+                now=now,
+                retry_at=retry_at,
+                uncertain=uncertain,
+                count_attempt=count_attempt,
+            )
+
+    def sink_ref(self, group_key: str, generation: int, sink: SinkName) -> SinkRef | None:
+        """Where a notification group lives in ``sink`` (its issue, its root message)."""
+        with self._read("reading a sink reference") as conn:
+            return outbox_sql.sink_ref(conn, group_key, generation, sink)
+
+    def next_due(self, *, sinks: Sequence[SinkName]) -> datetime | None:
+        """When the earliest waiting outbox row of ``sinks`` becomes due."""
+        with self._read("reading the outbox") as conn:
+            return outbox_sql.next_due(conn, sinks=sinks)
+
+    def outbox(
+        self, *, statuses: Sequence[OutboxStatus] | None = None, limit: int = 200
+    ) -> list[OutboxItem]:
+        """Outbox rows, newest first (optionally only in ``statuses``)."""
+        with self._read("reading the outbox") as conn:
+            return outbox_sql.items(conn, statuses=statuses, limit=limit)
+
+    def retry_outbox(self, ids: Sequence[int] | None = None, *, now: datetime) -> int:
+        """Make dead outbox rows (``ids``, else all) pending again; returns how many."""
+        _require_aware("now", now)
+        with self._write("retrying outbox rows") as conn:
+            return outbox_sql.retry(conn, ids, now=now)
+
+    def watched_groups(self, models: Sequence[Urn] | None = None) -> list[WatchedGroup]:
+        """Open, unacknowledged notification groups (of ``models``), with refs and members.
+
+        What a scan reads acknowledgements back for: the GitHub issue and the DataHub incidents.
+        """
+        with self._read("reading notification groups") as conn:
+            return groups_sql.watched(conn, models)
+
+    def _apply_plan(
+        self, conn: Connection, planned: notify_sql.Plan, *, now: datetime, run_id: int | None
+    ) -> None:
+        try:
+            notify_sql.apply(conn, planned, now=now, run_id=run_id)
+        except (IntegrityError, notify_sql.PlanConflict) as exc:
+            raise self._conflict(f"planning notifications clashed: {_reason(exc, None)}") from exc
 
     def close(self) -> None:
         """Release connections."""
@@ -685,28 +823,7 @@ def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:
 
 
 def _incident_from(row: Row[Any]) -> Incident:
-    m = row._mapping
-    return Incident(
-        id=m["id"],
-        generation=m["generation"],
-        state=IncidentState(m["state"]),
-        check=m["check_name"],
-        severity=Severity(m["severity"]),
-        model=m["model"],
-        entity=m["entity"],
-        field=m["field"],
-        change=m["change"],
-        previous_field=m["previous_field"],
-        message=m["message"],
-        path=tuple(m["path"]),
-        evidence=dict(m["evidence"]),
-        opened_at=m["opened_at"],
-        updated_at=m["updated_at"],
-        resolved_at=m["resolved_at"],
-        acknowledged_at=m["acknowledged_at"],
-        acknowledged_by=m["acknowledged_by"],
-        resolution=m["resolution"],
-    )
+    return incident_from_mapping(dict(row._mapping))
 
 
 def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
@@ -733,6 +850,15 @@ def _latest(conn: Connection, incident_id: str, *, for_update: bool = False) -> 
         query = query.with_for_update()
     row = conn.execute(query).first()
     return None if row is None else _incident_from(row)
+
+
+def _writeback_seq(conn: Connection) -> int:
+    """A fresh sequence number for a write-back row made outside a scan run."""
+    o = t.outbox
+    lowest = conn.execute(
+        select(func.min(o.c.seq)).where(o.c.sink == "datahub", o.c.seq < 0)
+    ).scalar()
+    return int(lowest) - 1 if lowest is not None else -1
 
 
 def _shorten(text: str, limit: int = 120) -> str:

@@ -1,0 +1,107 @@
+"""Turn notification settings into the sinks, acknowledgement sources and relay a command uses.
+
+The one place that knows the concrete GitHub, Slack and DataHub sink classes; commands ask it
+for a :class:`~mlcopilot.scan.Delivery` (what a scan notifies) or a :class:`~mlcopilot.relay.Relay`
+(what ``mlcopilot outbox`` delivers with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from mlcopilot import incidents as lifecycle
+from mlcopilot.acks import AckSource, DataHubAcks, GitHubAcks
+from mlcopilot.catalog.lite import LiteCatalog
+from mlcopilot.clock import Clock
+from mlcopilot.outbox import NotifyRequest, Sink
+from mlcopilot.protocols import Catalog, StateStore
+from mlcopilot.relay import Relay, env_failpoint
+from mlcopilot.scan import Delivery
+from mlcopilot.sinks.config import NotifySettings
+from mlcopilot.sinks.datahub import DataHubSink, IncidentStatusReader, encode_writes
+from mlcopilot.sinks.datahub_lite import LiteIncidentStatus
+from mlcopilot.sinks.github import GitHubSink
+from mlcopilot.sinks.slack import SlackSink, SlackWebhookSink
+from mlcopilot.writeback import plan_writeback
+
+
+def notification_sinks(settings: NotifySettings, clock: Clock) -> list[Sink]:
+    """The GitHub and Slack sinks the settings configure (none when none is)."""
+    sinks: list[Sink] = []
+    if settings.github is not None:
+        sinks.append(GitHubSink(settings.github, clock=clock, datahub_url=settings.datahub_url))
+    if settings.slack is not None:
+        if settings.slack.mode == "bot":
+            sinks.append(SlackSink(settings.slack, clock=clock, datahub_url=settings.datahub_url))
+        else:
+            sinks.append(
+                SlackWebhookSink(settings.slack, clock=clock, datahub_url=settings.datahub_url)
+            )
+    return sinks
+
+
+def scan_delivery(
+    settings: NotifySettings,
+    catalog: Catalog,
+    clock: Clock,
+    *,
+    deliver: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> Delivery:
+    """What a scan notifies with: sinks, the policy, and where acknowledgements come from."""
+    sinks = notification_sinks(settings, clock)
+    sources: list[AckSource] = []
+    if isinstance(catalog, IncidentStatusReader):
+        sources.append(DataHubAcks(catalog))
+    elif isinstance(catalog, LiteCatalog):
+        sources.append(DataHubAcks(LiteIncidentStatus(catalog.path)))
+    sources += [GitHubAcks(s) for s in sinks if isinstance(s, GitHubSink)]
+    return Delivery(
+        sinks=sinks,
+        policy=settings.policy,
+        ack_sources=sources,
+        clock=clock,
+        failpoint=env_failpoint(environ),
+        deliver=deliver,
+    )
+
+
+def relay(
+    settings: NotifySettings,
+    catalog: Catalog,
+    store: StateStore,
+    clock: Clock,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Relay, DataHubSink]:
+    """A relay over every configured sink, DataHub's write-back included."""
+    datahub = DataHubSink(catalog)
+    sinks: list[Sink] = [datahub, *notification_sinks(settings, clock)]
+    return Relay(store, sinks, clock=clock, failpoint=env_failpoint(environ)), datahub
+
+
+def hand_change_request(
+    settings: NotifySettings,
+    store: StateStore,
+    model: str,
+    *,
+    resolving: tuple[str, str] | None,
+    at: datetime,
+) -> NotifyRequest:
+    """The notification request for a change made by hand to one model's incidents.
+
+    With ``resolving`` (an incident id and the reason), the write-back shows it resolved.
+    """
+    everything = store.incidents(include_resolved=True)
+    if resolving is not None:
+        incident_id, reason = resolving
+        everything = [
+            lifecycle.resolve(i, at=at, reason=reason) if i.id == incident_id and i.is_open else i
+            for i in everything
+        ]
+    mine = [i for i in everything if i.model == model]
+    writes = plan_writeback(mine, models=[model], everything=everything)
+    return NotifyRequest(
+        policy=settings.policy, sinks=settings.sinks, writeback=encode_writes(writes)
+    )

@@ -1,0 +1,1 @@
+"""Where notifications go: GitHub issues, Slack threads, the DataHub write-back."""

@@ -1,0 +1,109 @@
+"""The DataHub write-back as an outbox sink, and acknowledgements read back from DataHub.
+
+A write-back row holds a scan's whole catalog plan (tags, the model's open-risks property,
+incidents on deterministic urns, documents). Applying it is idempotent — the catalog writes
+only what differs — so a row delivered twice (a crash after the write, before ``done``)
+changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from mlcopilot.errors import CatalogError, CatalogUnavailable
+from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Urn, Write
+from mlcopilot.outbox import Delivered, DeliveryError, OutboxItem, SinkName, SinkRef
+from mlcopilot.protocols import Catalog
+from mlcopilot.redact import redact_exception
+
+_KINDS: dict[str, type[Any]] = {
+    "tag": TagWrite,
+    "property": PropertyWrite,
+    "incident": IncidentWrite,
+    "document": DocumentWrite,
+}
+_TIMES = ("created_at", "status_changed_at", "modified_at")
+
+
+def encode_writes(writes: Sequence[Write]) -> list[dict[str, Any]]:
+    """Catalog writes as JSON for an outbox row."""
+    encoded = []
+    for write in writes:
+        kind = next(k for k, cls in _KINDS.items() if isinstance(write, cls))
+        data = asdict(write)
+        for name in _TIMES:
+            if name in data:
+                data[name] = data[name].isoformat()
+        encoded.append({"kind": kind, **data})
+    return encoded
+
+
+def decode_writes(rows: Sequence[Mapping[str, Any]]) -> list[Write]:
+    """The catalog writes an outbox row holds."""
+    writes: list[Write] = []
+    for row in rows:
+        data = {k: v for k, v in row.items() if k != "kind"}
+        for name in _TIMES:
+            if name in data:
+                data[name] = datetime.fromisoformat(data[name])
+        for name in ("values", "entities", "related_assets"):
+            if name in data:
+                data[name] = tuple(data[name])
+        writes.append(_KINDS[row["kind"]](**data))
+    return writes
+
+
+class DataHubSink:
+    """Applies write-back rows to the catalog (DataHub, or the embedded Lite catalog)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self.applied: list[Write] = []
+        """Every write that changed the catalog, in order (what a scan reports)."""
+
+    @property
+    def name(self) -> SinkName:
+        """``datahub``."""
+        return "datahub"
+
+    def deliver(self, item: OutboxItem, ref: SinkRef | None) -> Delivered:
+        """Apply the row's writes; only the differences reach the catalog."""
+        writes = decode_writes(item.payload.get("writes", []))
+        try:
+            changed = self._catalog.apply(writes)
+        except CatalogUnavailable as exc:
+            raise DeliveryError(f"{self._catalog.label}: {redact_exception(exc)}") from exc
+        except CatalogError as exc:
+            raise DeliveryError(
+                f"{self._catalog.label}: {redact_exception(exc)}", permanent=True
+            ) from exc
+        self.applied.extend(changed)
+        return Delivered(detail=changed)
+
+
+@runtime_checkable
+class IncidentStatusReader(Protocol):
+    """A catalog that can say how people have triaged our DataHub incidents."""
+
+    def incident_status(self, urns: Sequence[Urn]) -> dict[Urn, tuple[str, str | None, int]]:
+        """``urn -> (state, stage, number of assignees)`` for the incidents that exist."""
+        ...
+
+
+def datahub_acknowledger(status: tuple[str, str | None, int]) -> str | None:
+    """Who acknowledged, from a DataHub incident's state, stage and assignees (None: nobody).
+
+    An active incident moved past triage (INVESTIGATION, WORK_IN_PROGRESS) or given an
+    assignee counts as acknowledged.
+    """
+    state, stage, assignees = status
+    if state != "ACTIVE":
+        return None
+    if stage in ("INVESTIGATION", "WORK_IN_PROGRESS"):
+        return f"datahub:{stage.lower()}"
+    if assignees:
+        return "datahub:assignee"
+    return None

@@ -1,0 +1,332 @@
+"""GitHub issues as a notification sink, through githubkit configured defensively.
+
+githubkit's defaults are wrong for a bot that must never open an issue twice: no timeout,
+and ``POST`` retried on 5xx (a create that landed behind a 502 becomes a duplicate). Here:
+a timeout on every call, no automatic retry at all (the relay retries, after reconciling), no
+redirects, no HTTP cache, one request at a time and ≥1 s between writes. Rate limits are
+read from ``Retry-After``, ``x-ratelimit-reset`` or the secondary-limit message and handed to
+the relay, which waits or reschedules.
+
+Before any create, the sink lists the issues carrying our label and looks for the group's
+hidden marker (written only by us, and trusted only in issues our bot login opened), so a
+crash after GitHub accepted the create never yields a second issue. Updates are comments
+(also marked, and reconciled after an uncertain attempt); the resolution closes the issue as
+``completed``; a recurrence is a new group generation, hence a new issue.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any, NoReturn
+
+import httpx
+from githubkit import GitHub, TokenAuthStrategy
+from githubkit.exception import (
+    RateLimitExceeded,
+    RequestError,
+    RequestFailed,
+    RequestTimeout,
+)
+from githubkit.throttling import LocalThrottler
+
+from mlcopilot.clock import Clock
+from mlcopilot.outbox import (
+    Delivered,
+    DeliveryError,
+    Notification,
+    OutboxItem,
+    SinkName,
+    SinkRef,
+    decode_notification,
+)
+from mlcopilot.redact import redact
+from mlcopilot.sinks.config import GitHubSettings
+from mlcopilot.sinks.content import marker
+from mlcopilot.sinks.pacing import Pacer
+from mlcopilot.sinks.render_github import comment_body, issue_body, issue_title
+from mlcopilot.sinks.text import clean
+
+log = logging.getLogger(__name__)
+
+API_VERSION = {"X-GitHub-Api-Version": "2022-11-28"}
+"""The REST version every GitHub (including Enterprise Server) supports."""
+_PAGES = 10
+_SECONDARY_WAIT = timedelta(seconds=60)
+
+
+class GitHubSink:
+    """Opens, comments on and closes one issue per notification group."""
+
+    def __init__(
+        self,
+        settings: GitHubSettings,
+        *,
+        clock: Clock,
+        datahub_url: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._settings = settings
+        self._datahub_url = datahub_url
+        self._pacer = Pacer(clock, settings.write_spacing_s)
+        self._labels_checked: set[str] = set()
+        self._login: str | None = settings.bot_login
+        self._login_known = settings.bot_login is not None
+        self._gh = GitHub(
+            TokenAuthStrategy(settings.token.get_secret_value()),
+            base_url=settings.api_url,
+            user_agent="mlcopilot",
+            timeout=httpx.Timeout(settings.timeout_s, connect=min(5.0, settings.timeout_s)),
+            follow_redirects=False,
+            http_cache=False,
+            auto_retry=False,
+            throttler=LocalThrottler(1),
+            transport=transport,
+        )
+
+    @property
+    def name(self) -> SinkName:
+        """``github``."""
+        return "github"
+
+    # --- delivery
+
+    def deliver(self, item: OutboxItem, ref: SinkRef | None) -> Delivered:
+        """Open the group's issue, comment on it, or close it."""
+        notification = decode_notification(item.payload)
+        if item.action == "open":
+            return self._open(notification, item)
+        if ref is None:
+            raise DeliveryError(
+                f"GitHub: no issue is known for group {item.group_key} (its open was never "
+                "delivered)",
+                permanent=True,
+            )
+        number = int(ref.key)
+        self._comment(number, notification, item)
+        if item.action == "resolve":
+            self._close(number)
+        return Delivered()
+
+    def _open(self, notification: Notification, item: OutboxItem) -> Delivered:
+        group = notification.group
+        found = self._find_issue(marker(group))
+        if found is not None:
+            number, url = found
+            warning = f"GitHub: reused issue #{number}, created by an earlier attempt"
+            return Delivered(ref=SinkRef("github", str(number), url), warning=warning)
+        labels = [self._settings.label, f"risk:{group.check.replace('_', '-')}"]
+        for label in labels:
+            self._ensure_label(label)
+        self._pacer.wait()
+        data = self._call(
+            "POST /issues",
+            lambda: self._gh.rest.issues.create(
+                self._settings.owner,
+                self._settings.name,
+                title=issue_title(notification),
+                body=issue_body(notification, datahub_url=self._datahub_url),
+                labels=list(labels),
+                headers=API_VERSION,
+            ),
+            sends=True,
+        )
+        return Delivered(ref=SinkRef("github", str(data["number"]), data.get("html_url")))
+
+    def _comment(self, number: int, notification: Notification, item: OutboxItem) -> None:
+        mark = marker(notification.group, notification.action, notification.seq)
+        if item.uncertain and self._has_comment(number, mark):
+            return
+        body = comment_body(notification, datahub_url=self._datahub_url)
+        self._pacer.wait()
+        self._call(
+            f"POST /issues/{number}/comments",
+            lambda: self._gh.rest.issues.create_comment(
+                self._settings.owner, self._settings.name, number, body=body, headers=API_VERSION
+            ),
+            sends=True,
+        )
+
+    def _close(self, number: int) -> None:
+        self._pacer.wait()
+        # Idempotent: closing a closed issue changes nothing.
+        self._call(
+            f"PATCH /issues/{number}",
+            lambda: self._gh.rest.issues.update(
+                self._settings.owner,
+                self._settings.name,
+                number,
+                state="closed",
+                state_reason="completed",
+                headers=API_VERSION,
+            ),
+            sends=True,
+        )
+
+    # --- reconciliation
+
+    def _find_issue(self, mark: str) -> tuple[int, str | None] | None:
+        """Our issue carrying ``mark``: listed by label (all states), never by search."""
+        login = self._bot_login()
+        for page in range(1, _PAGES + 1):
+            issues = self._call(
+                "GET /issues",
+                lambda page=page: self._gh.rest.issues.list_for_repo(
+                    self._settings.owner,
+                    self._settings.name,
+                    labels=self._settings.label,
+                    state="all",
+                    sort="created",
+                    direction="desc",
+                    per_page=100,
+                    page=page,
+                    headers=API_VERSION,
+                ),
+            )
+            for issue in issues:
+                # Only our own first line counts: a column name may quote a marker.
+                if "pull_request" in issue or not (issue.get("body") or "").startswith(mark):
+                    continue
+                author = (issue.get("user") or {}).get("login")
+                if login is not None and author != login:
+                    continue  # a marker copied into someone else's issue is not ours
+                return int(issue["number"]), issue.get("html_url")
+            if len(issues) < 100:
+                return None
+        return None
+
+    def _has_comment(self, number: int, mark: str) -> bool:
+        login = self._bot_login()
+        for page in range(1, _PAGES + 1):
+            comments = self._call(
+                f"GET /issues/{number}/comments",
+                lambda page=page: self._gh.rest.issues.list_comments(
+                    self._settings.owner,
+                    self._settings.name,
+                    number,
+                    per_page=100,
+                    page=page,
+                    headers=API_VERSION,
+                ),
+            )
+            for comment in comments:
+                author = (comment.get("user") or {}).get("login")
+                if (comment.get("body") or "").startswith(mark) and login in (None, author):
+                    return True
+            if len(comments) < 100:
+                return False
+        return False
+
+    def _bot_login(self) -> str | None:
+        if not self._login_known:
+            self._login_known = True
+            try:
+                user = self._call(
+                    "GET /user", lambda: self._gh.rest.users.get_authenticated(headers=API_VERSION)
+                )
+                self._login = user.get("login")
+            except DeliveryError as exc:
+                # GitHub App installation tokens cannot read /user: trust label + marker.
+                log.info("GitHub: cannot learn the bot login (%s); matching by marker only", exc)
+        return self._login
+
+    def _ensure_label(self, name: str) -> None:
+        if name in self._labels_checked:
+            return
+        try:
+            self._call(
+                f"GET /labels/{name}",
+                lambda: self._gh.rest.issues.get_label(
+                    self._settings.owner, self._settings.name, name, headers=API_VERSION
+                ),
+            )
+        except DeliveryError as exc:
+            if "HTTP 404" not in str(exc):
+                raise
+            self._pacer.wait()
+            try:
+                self._call(
+                    "POST /labels",
+                    lambda: self._gh.rest.issues.create_label(
+                        self._settings.owner,
+                        self._settings.name,
+                        name=name,
+                        color="d93f0b",
+                        description="Opened by mlcopilot",
+                        headers=API_VERSION,
+                    ),
+                    sends=True,
+                )
+            except DeliveryError as create_error:
+                if "HTTP 422" not in str(create_error):  # 422: created meanwhile
+                    raise
+        self._labels_checked.add(name)
+
+    # --- acknowledgement read-back
+
+    def acknowledged_by(self, ref: SinkRef) -> str | None:
+        """Who acknowledged the group's issue: an assignee, the ack label, or not-planned."""
+        issue = self._call(
+            f"GET /issues/{ref.key}",
+            lambda: self._gh.rest.issues.get(
+                self._settings.owner, self._settings.name, int(ref.key), headers=API_VERSION
+            ),
+        )
+        assignees = [a.get("login") for a in issue.get("assignees") or [] if a.get("login")]
+        if assignees:
+            return f"github:@{clean(str(assignees[0]), 60)}"
+        labels = {(label.get("name") or "") for label in issue.get("labels") or []}
+        if self._settings.ack_label in labels:
+            return f"github:label {self._settings.ack_label}"
+        if issue.get("state") == "closed" and issue.get("state_reason") == "not_planned":
+            return "github:closed as not planned"
+        return None
+
+    # --- errors
+
+    def _call(self, what: str, request: Any, *, sends: bool = False) -> Any:
+        try:
+            response = request()
+        except RateLimitExceeded as exc:
+            raise DeliveryError(
+                f"GitHub {what}: rate limited (HTTP {exc.response.status_code})",
+                retry_after=exc.retry_after,
+            ) from None
+        except RequestFailed as exc:
+            self._failed(what, exc, sends=sends)
+        except RequestTimeout:
+            raise DeliveryError(
+                f"GitHub {what}: timed out after {self._settings.timeout_s:g} s", sent=sends
+            ) from None
+        except RequestError as exc:
+            raise DeliveryError(
+                f"GitHub {what}: {redact(type(exc.exc).__name__ + ': ' + str(exc.exc))}",
+                sent=sends,
+            ) from None
+        if response.status_code >= 300:  # a redirect: httpx does not call it an error
+            self._refused(what, response.status_code, "", sends=sends)
+        return response.json()
+
+    def _failed(self, what: str, exc: RequestFailed, *, sends: bool) -> NoReturn:
+        response = exc.response
+        try:
+            message = str(response.json().get("message", ""))
+        except Exception:  # not JSON (an HTML error page from a proxy)
+            message = ""
+        self._refused(what, response.status_code, message, sends=sends)
+
+    def _refused(self, what: str, status: int, message: str, *, sends: bool) -> NoReturn:
+        detail = f"GitHub {what}: HTTP {status}" + (f" ({clean(message, 200)})" if message else "")
+        detail = redact(detail)
+        if status in (403, 429) and (status == 429 or "rate limit" in message.lower()):
+            # A secondary limit without headers: wait at least a minute (GitHub's guidance).
+            raise DeliveryError(detail, retry_after=_SECONDARY_WAIT) from None
+        if status >= 500:
+            raise DeliveryError(detail, sent=sends) from None
+        if status in (301, 302, 307, 308):
+            detail += "; redirects are not followed: check MLCOPILOT_GITHUB_REPO / the API URL"
+        elif status == 401:
+            detail += "; the token is invalid or expired"
+        elif status == 404:
+            detail += "; the repository does not exist or the token cannot see it"
+        raise DeliveryError(detail, permanent=True) from None

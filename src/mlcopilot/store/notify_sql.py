@@ -1,0 +1,376 @@
+"""Notification groups and the outbox in SQL: planned inside a scan's transaction.
+
+:func:`plan` reads the groups a scan touches and asks :func:`mlcopilot.policy.decide` what to
+notify, overlaying the scan's incident changes on what is stored (so ``--dry-run`` can show
+the same plan without writing); :func:`apply` writes the plan in the caller's transaction.
+The database has the last word: a second open generation of a group, or a second row with
+the same dedupe key, is refused — so two scanners never notify twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from mlcopilot.grouping import group_of
+from mlcopilot.model import CheckName, Incident, IncidentChanges, IncidentState, Urn
+from mlcopilot.outbox import (
+    GroupState,
+    Member,
+    NotifyRequest,
+    OutboxStatus,
+    PlannedRow,
+    SinkName,
+    dedupe_key,
+)
+from mlcopilot.policy import Decision, PendingRow, StoredGroup, decide
+from mlcopilot.store import schema as t
+from mlcopilot.store.rows import incident_from_mapping
+
+WRITEBACK_GROUP = "-"
+"""The group key of DataHub write-back rows: one ordered stream per database."""
+
+
+class PlanConflict(Exception):
+    """A row the plan relied on changed meanwhile (claimed by a relay, or a group opened)."""
+
+
+@dataclass(slots=True)
+class Plan:
+    """What a scan adds to the notification tables."""
+
+    assignments: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    """(incident id, generation) -> (group key, group generation) for opened incidents."""
+    decisions: list[Decision] = field(default_factory=list)
+    writeback: PlannedRow | None = None
+
+    @property
+    def rows(self) -> list[PlannedRow]:
+        """Every row the plan inserts, write-back first."""
+        rows = [self.writeback] if self.writeback is not None else []
+        return rows + [row for d in self.decisions for row in d.inserts]
+
+
+def plan(
+    conn: Connection,
+    changes: IncidentChanges,
+    request: NotifyRequest,
+    *,
+    now: datetime,
+    run_id: int | None,
+    lock: bool,
+) -> Plan:
+    """Decide the groups and rows implied by ``changes`` (which are not yet stored)."""
+    result = Plan()
+    if request.writeback:
+        seq = run_id if run_id is not None else 0
+        result.writeback = PlannedRow(
+            "datahub",
+            "writeback",
+            WRITEBACK_GROUP,
+            0,
+            seq,
+            now,
+            {"v": 1, "writes": list(request.writeback)},
+        )
+    deprecated = _deprecated_after(conn, changes)
+    stored_open = _open_groups(conn, lock=lock)
+    next_generation = _max_generations(conn)
+    touched: dict[tuple[str, int], tuple[CheckName, Urn]] = {}
+    for incident in changes.opened:
+        key, check, entity = group_of(incident, deprecated)
+        group = stored_open.get(key)
+        generation = group.generation if group else next_generation.get(key, 0) + 1
+        result.assignments[(incident.id, incident.generation)] = (key, generation)
+        touched[(key, generation)] = (check, entity)
+    known = _stored_groups_of(conn, [*changes.updated, *changes.resolved])
+    for key, generation in known.values():
+        group = stored_open.get(key)
+        if group is not None and group.generation == generation:
+            touched[(key, generation)] = (group.check, group.entity)
+    for (key, generation), (check, entity) in sorted(touched.items()):
+        group = stored_open.get(key)
+        stored = group if group is not None and group.generation == generation else None
+        members, acknowledged_by = _members(conn, key, generation, changes, result.assignments)
+        decision = decide(
+            stored,
+            members,
+            _pending(conn, key, generation),
+            key=key,
+            check=check,
+            entity=entity,
+            next_generation=generation,
+            acknowledged_by=acknowledged_by,
+            sinks=request.sinks,
+            policy=request.policy,
+            now=now,
+        )
+        if decision is not None:
+            result.decisions.append(decision)
+    return result
+
+
+def apply(conn: Connection, result: Plan, *, now: datetime, run_id: int | None) -> None:
+    """Write ``result`` in the caller's transaction (after the incidents were written)."""
+    i = t.incidents
+    for (incident_id, generation), (key, group_generation) in result.assignments.items():
+        conn.execute(
+            update(i)
+            .where(i.c.id == incident_id, i.c.generation == generation)
+            .values(group_key=key, group_generation=group_generation)
+        )
+    for decision in result.decisions:
+        _save_group(conn, decision)
+        for row_id, payload in decision.rewrites:
+            _guarded(conn, row_id, {"payload": dict(payload)})
+        for row_id in decision.cancels:
+            _guarded(conn, row_id, {"status": OutboxStatus.CANCELLED.value})
+    rows = result.rows
+    if rows:
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(t.outbox).on_conflict_do_nothing(index_elements=["dedupe_key"])
+        conn.execute(stmt, [_row(r, now=now, run_id=run_id) for r in rows])
+
+
+# --- reading
+
+
+def _deprecated_after(conn: Connection, changes: IncidentChanges) -> frozenset[Urn]:
+    i = t.incidents
+    query = select(i.c.entity, i.c.id).where(
+        i.c.check_name == "deprecated_source", i.c.state != IncidentState.RESOLVED.value
+    )
+    resolved = {inc.id for inc in changes.resolved}
+    stored = {entity for entity, incident_id in conn.execute(query) if incident_id not in resolved}
+    found = {
+        inc.entity
+        for inc in (*changes.opened, *changes.updated)
+        if inc.check == "deprecated_source"
+    }
+    return frozenset(stored | found)
+
+
+def _open_groups(conn: Connection, *, lock: bool) -> dict[str, StoredGroup]:
+    g = t.notify_groups
+    query = select(g).where(g.c.state != GroupState.RESOLVED.value)
+    if lock and conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    return {row.key: _group_from(dict(row._mapping)) for row in conn.execute(query)}
+
+
+def _max_generations(conn: Connection) -> dict[str, int]:
+    g = t.notify_groups
+    query = select(g.c.key, func.max(g.c.generation)).group_by(g.c.key)
+    return {key: int(gen) for key, gen in conn.execute(query)}
+
+
+def _stored_groups_of(
+    conn: Connection, incidents: Sequence[Incident]
+) -> dict[tuple[str, int], tuple[str, int]]:
+    if not incidents:
+        return {}
+    i = t.incidents
+    wanted = {(inc.id, inc.generation) for inc in incidents}
+    ids = sorted({inc.id for inc in incidents})
+    found: dict[tuple[str, int], tuple[str, int]] = {}
+    for start in range(0, len(ids), 500):
+        query = select(i.c.id, i.c.generation, i.c.group_key, i.c.group_generation).where(
+            i.c.id.in_(ids[start : start + 500]), i.c.group_key.is_not(None)
+        )
+        for incident_id, generation, key, group_generation in conn.execute(query):
+            if (incident_id, generation) in wanted:
+                found[(incident_id, generation)] = (key, int(group_generation))
+    return found
+
+
+def _members(
+    conn: Connection,
+    key: str,
+    generation: int,
+    changes: IncidentChanges,
+    assignments: Mapping[tuple[str, int], tuple[str, int]],
+) -> tuple[list[Member], str | None]:
+    """The group's members once ``changes`` apply, and who acknowledged an open one."""
+    i = t.incidents
+    query = (
+        select(i)
+        .where(i.c.group_key == key, i.c.group_generation == generation)
+        .order_by(i.c.id, i.c.generation)
+    )
+    latest: dict[str, Mapping[str, Any]] = {}
+    for stored_row in conn.execute(query):
+        latest[stored_row.id] = dict(stored_row._mapping)
+    by_id: dict[str, Incident] = {}
+    for incident_id, mapping in latest.items():
+        by_id[incident_id] = _incident(mapping)
+    for inc in changes.updated:
+        stored = by_id.get(inc.id)
+        if stored is not None and stored.generation == inc.generation:
+            # The stored state wins: an acknowledgement made while the scan ran is kept.
+            by_id[inc.id] = _with_state(inc, stored)
+    for inc in changes.resolved:
+        stored = by_id.get(inc.id)
+        if stored is not None and stored.generation == inc.generation:
+            by_id[inc.id] = inc
+    for inc in changes.opened:
+        if assignments.get((inc.id, inc.generation)) == (key, generation):
+            by_id[inc.id] = inc
+    acknowledged = sorted(
+        (inc.acknowledged_by or "someone")
+        for inc in by_id.values()
+        if inc.state is IncidentState.ACKNOWLEDGED
+    )
+    return [_member(inc) for inc in by_id.values()], (acknowledged[0] if acknowledged else None)
+
+
+def _pending(conn: Connection, key: str, generation: int) -> list[PendingRow]:
+    o = t.outbox
+    query = (
+        select(o.c.id, o.c.sink, o.c.action, o.c.seq, o.c.payload)
+        .where(
+            and_(
+                o.c.group_key == key,
+                o.c.group_generation == generation,
+                o.c.status == OutboxStatus.PENDING.value,
+                o.c.sink != "datahub",
+            )
+        )
+        .order_by(o.c.id)
+    )
+    return [
+        PendingRow(id=r.id, sink=r.sink, action=r.action, seq=r.seq, payload=r.payload)
+        for r in conn.execute(query)
+    ]
+
+
+# --- writing
+
+
+def _save_group(conn: Connection, decision: Decision) -> None:
+    g = t.notify_groups
+    group = decision.group
+    values = {
+        "state": group.state.value,
+        "notified_at": group.notified_at,
+        "resolved_at": group.resolved_at,
+        "acknowledged_by": group.acknowledged_by,
+        "notified": dict(group.notified),
+        "sinks": list(group.sinks),
+        "updates": group.updates,
+        "reminders": group.reminders,
+    }
+    if decision.is_new:
+        conn.execute(
+            insert(g).values(
+                key=group.key,
+                generation=group.generation,
+                check_name=group.check,
+                entity=group.entity,
+                opened_at=group.opened_at,
+                **values,
+            )
+        )
+        return
+    result = conn.execute(
+        update(g)
+        .where(
+            g.c.key == group.key,
+            g.c.generation == group.generation,
+            g.c.state != GroupState.RESOLVED.value,
+        )
+        .values(**values)
+    )
+    if result.rowcount != 1:
+        raise PlanConflict(f"notification group {group.key} changed meanwhile")
+
+
+def _guarded(conn: Connection, row_id: int, values: Mapping[str, Any]) -> None:
+    o = t.outbox
+    result = conn.execute(
+        update(o).where(o.c.id == row_id, o.c.status == OutboxStatus.PENDING.value).values(**values)
+    )
+    if result.rowcount != 1:
+        raise PlanConflict(f"outbox row {row_id} was picked up by a relay meanwhile")
+
+
+def _row(row: PlannedRow, *, now: datetime, run_id: int | None) -> dict[str, Any]:
+    return {
+        "dedupe_key": dedupe_key(
+            row.sink, row.group_key, row.group_generation, row.action, row.seq
+        ),
+        "sink": row.sink,
+        "action": row.action,
+        "group_key": row.group_key,
+        "group_generation": row.group_generation,
+        "seq": row.seq,
+        "payload": dict(row.payload),
+        "status": OutboxStatus.PENDING.value,
+        "attempts": 0,
+        "uncertain": False,
+        "created_at": now,
+        "not_before": row.not_before,
+        "next_attempt_at": now,
+        "run_id": run_id,
+    }
+
+
+# --- rows <-> types
+
+
+def _group_from(m: Mapping[str, Any]) -> StoredGroup:
+    sinks: tuple[SinkName, ...] = tuple(m["sinks"])
+    return StoredGroup(
+        key=m["key"],
+        generation=int(m["generation"]),
+        check=m["check_name"],
+        entity=m["entity"],
+        state=GroupState(m["state"]),
+        opened_at=m["opened_at"],
+        notified_at=m["notified_at"],
+        notified=dict(m["notified"]),
+        sinks=sinks,
+        updates=int(m["updates"]),
+        reminders=int(m["reminders"]),
+        resolved_at=m["resolved_at"],
+        acknowledged_by=m["acknowledged_by"],
+    )
+
+
+def _incident(m: Mapping[str, Any]) -> Incident:
+    return incident_from_mapping(m)
+
+
+def _with_state(refreshed: Incident, stored: Incident) -> Incident:
+    return replace(
+        refreshed,
+        state=stored.state,
+        acknowledged_at=stored.acknowledged_at,
+        acknowledged_by=stored.acknowledged_by,
+    )
+
+
+def _member(inc: Incident) -> Member:
+    return Member(
+        incident_id=inc.id,
+        generation=inc.generation,
+        check=inc.check,
+        severity=inc.severity,
+        model=inc.model,
+        entity=inc.entity,
+        field=inc.field,
+        change=inc.change,
+        previous_field=inc.previous_field,
+        message=inc.message,
+        path=tuple(inc.path),
+        open=inc.is_open,
+    )
+
+
+def members_of(rows: Iterable[Mapping[str, Any]]) -> list[Member]:
+    """Members from incident rows (for reports outside a scan)."""
+    return [_member(_incident(r)) for r in rows]

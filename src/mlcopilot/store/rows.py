@@ -1,0 +1,33 @@
+"""Stored rows back to domain types, shared by the store's modules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mlcopilot.model import Incident, IncidentState, Severity
+
+
+def incident_from_mapping(m: Mapping[str, Any]) -> Incident:
+    """The incident an ``incidents`` row holds."""
+    return Incident(
+        id=m["id"],
+        generation=m["generation"],
+        state=IncidentState(m["state"]),
+        check=m["check_name"],
+        severity=Severity(m["severity"]),
+        model=m["model"],
+        entity=m["entity"],
+        field=m["field"],
+        change=m["change"],
+        previous_field=m["previous_field"],
+        message=m["message"],
+        path=tuple(m["path"]),
+        evidence=dict(m["evidence"]),
+        opened_at=m["opened_at"],
+        updated_at=m["updated_at"],
+        resolved_at=m["resolved_at"],
+        acknowledged_at=m["acknowledged_at"],
+        acknowledged_by=m["acknowledged_by"],
+        resolution=m["resolution"],
+    )
