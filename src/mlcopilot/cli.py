@@ -63,6 +63,8 @@ app.add_typer(catalog_app, name="catalog")
 app.add_typer(outbox_app, name="outbox")
 app.add_typer(incidents_app, name="incidents")
 app.add_typer(baseline_app, name="baseline")
+datahub_app = typer.Typer(help="Prepare a DataHub server for mlcopilot.", no_args_is_help=True)
+app.add_typer(datahub_app, name="datahub")
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -498,6 +500,62 @@ def baseline_accept(
         f"Accepted the current schema of {len(accepted)} upstream dataset(s) for "
         f"{short_name(model)}; the next scan resolves their drift incidents."
     )
+
+
+DataHubOption = Annotated[
+    str,
+    typer.Option(
+        "--catalog",
+        help="datahub:URL (or datahub: to use DATAHUB_GMS_URL / ~/.datahubenv); mcp:URL is "
+        "checked through the same server.",
+    ),
+]
+
+
+@datahub_app.command("setup")
+@handle_errors
+def datahub_setup(
+    catalog: DataHubOption = "datahub:",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what is missing.")] = False,
+) -> None:
+    """Create the tags and structured properties mlcopilot writes (idempotent)."""
+    from mlcopilot.catalog.connection import settings_from_spec
+    from mlcopilot.catalog.datahub import DataHubCatalog
+    from mlcopilot.setup_datahub import setup_datahub
+
+    with DataHubCatalog.from_settings(settings_from_spec(_datahub_location(catalog))) as target:
+        result = setup_datahub(target, dry_run=dry_run)
+    verb = "would create" if dry_run else "created"
+    out.print(
+        f"{target.label}: {verb} {len(result.created)}, already there {len(result.existing)}."
+    )
+    for urn in result.created:
+        out.print(f"  + {escape(urn)}")
+
+
+@app.command("doctor")
+@handle_errors
+def doctor_command(catalog: DataHubOption = "datahub:") -> None:
+    """Check that a DataHub can be scanned and written back to, one line per check."""
+    from mlcopilot.doctor import run_doctor
+
+    checks = run_doctor(f"datahub:{_datahub_location(catalog)}")
+    for check in checks:
+        mark = (
+            "[green]pass[/]"
+            if check.ok
+            else ("[red]FAIL[/]" if check.required else "[yellow]warn[/]")
+        )
+        out.print(f"{mark}  {escape(check.name)}: {escape(check.detail)}")
+    if any(not c.ok and c.required for c in checks):
+        raise typer.Exit(1)
+
+
+def _datahub_location(spec: str) -> str:
+    kind, _, location = spec.partition(":")
+    if kind not in {"datahub", "mcp"}:
+        raise UsageError(f"--catalog {spec!r}: expected datahub:URL, datahub: or mcp:URL")
+    return location
 
 
 @app.command("checks")
