@@ -123,3 +123,15 @@ def test_scan_through_the_mcp_server(standin_factory, tmp_path: Path, spec: str)
     assert result.returncode == 0, result.stderr
     checks = {f[0] for f in findings(json.loads(result.stdout))}
     assert checks == {"pii_exposure", "stale_source", "deprecated_source"}
+
+
+def test_doctor_checks_the_mcp_server_too(standin_factory, tmp_path: Path) -> None:
+    server = standin_factory(demo_records("01_catalog.json"))
+    run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
+    result = run(tmp_path, "doctor", "--catalog", f"mcp:{server.url}", token="anything")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "mcp server: mcp-server-datahub offers all 7 tools" in result.stdout
+    old = standin_factory(demo_records("01_catalog.json"), version="v1.3.0")
+    result = run(tmp_path, "doctor", "--catalog", f"mcp:{old.url}", token="anything")
+    assert result.returncode == 1
+    assert "does not offer" in result.stdout

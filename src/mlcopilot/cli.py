@@ -539,7 +539,8 @@ def doctor_command(catalog: DataHubOption = "datahub:") -> None:
     """Check that a DataHub can be scanned and written back to, one line per check."""
     from mlcopilot.doctor import run_doctor
 
-    checks = run_doctor(f"datahub:{_datahub_location(catalog)}")
+    kind = "mcp" if catalog.startswith("mcp:") else "datahub"
+    checks = run_doctor(f"{kind}:{_datahub_location(catalog)}")
     for check in checks:
         mark = (
             "[green]pass[/]"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from mlcopilot.catalog.connection import DataHubSettings, settings_from_spec
 from mlcopilot.catalog.datahub import DataHubCatalog, Definition
+from mlcopilot.catalog.mcp import McpCatalog
 from mlcopilot.errors import CatalogError, ConfigError
 from mlcopilot.setup_datahub import definitions
 
@@ -68,18 +69,54 @@ def run_doctor(
             check = _guarded(step, catalog, expected or definitions())
             checks.append(check)
             if not check.ok and check.required:
-                break
+                return checks
     finally:
         catalog.close()
+    if str(target).startswith("mcp:"):
+        checks.append(_mcp_server(settings))
     return checks
+
+
+MCP_TOOLS = frozenset(
+    {
+        "get_lineage",
+        "list_schema_fields",
+        "get_entities",
+        "get_aspect_history",
+        "add_tags",
+        "add_structured_properties",
+        "save_document",
+    }
+)
+"""The mcp-server-datahub tools the ``mcp:`` backend calls."""
+
+
+def _mcp_server(settings: DataHubSettings) -> DoctorCheck:
+    """Start mcp-server-datahub against the server and look for the tools the backend uses."""
+    catalog = McpCatalog(settings)
+    try:
+        tools = catalog.session.tools()
+    except CatalogError as exc:
+        return DoctorCheck("mcp server", False, str(exc))
+    finally:
+        catalog.close()
+    missing = sorted(MCP_TOOLS - tools)
+    if missing:
+        return DoctorCheck(
+            "mcp server",
+            False,
+            f"mcp-server-datahub started but does not offer {', '.join(missing)} (write tools "
+            "need TOOLS_IS_MUTATION_ENABLED and a DataHub of at least v1.4.0)",
+        )
+    return DoctorCheck("mcp server", True, f"mcp-server-datahub offers all {len(MCP_TOOLS)} tools")
 
 
 def _settings(target: str | DataHubSettings) -> DataHubSettings:
     if isinstance(target, DataHubSettings):
         return target
     kind, sep, location = target.partition(":")
-    if kind != "datahub" or not sep:
-        raise ConfigError(f"{target!r}: the doctor checks a DataHub catalog (datahub:URL)")
+    if kind not in {"datahub", "mcp"} or not sep:
+        raise ConfigError(f"{target!r}: the doctor checks datahub:URL or mcp:URL")
     return settings_from_spec(location)
 
 
