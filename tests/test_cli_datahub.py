@@ -135,3 +135,37 @@ def test_doctor_checks_the_mcp_server_too(standin_factory, tmp_path: Path) -> No
     result = run(tmp_path, "doctor", "--catalog", f"mcp:{old.url}", token="anything")
     assert result.returncode == 1
     assert "does not offer" in result.stdout
+
+
+def test_triage_in_datahub_acknowledges_the_incident(standin_factory, tmp_path: Path) -> None:
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper
+    from datahub.metadata.schema_classes import IncidentInfoClass
+
+    server = standin_factory(demo_records("01_catalog.json"))
+    catalog = f"datahub:{server.url}"
+    first = run(
+        tmp_path, "scan", "--catalog", catalog, "--now", "2026-11-20T09:00:00Z", "--format", "json"
+    )
+    assert first.returncode == 0, first.stderr
+    incident_id = json.loads(first.stdout)["incidents"]["opened"][0]
+    urn = f"urn:li:incident:mlcopilot-{incident_id}-1"
+    row = (
+        sqlite3.connect(server.lite_path)
+        .execute(
+            "select metadata from metadata_aspect_v2 where urn=? and aspect_name='incidentInfo' "
+            "and version=0",
+            (urn,),
+        )
+        .fetchone()
+    )
+    info = json.loads(row[0])
+    info["status"]["stage"] = "INVESTIGATION"  # someone picked it up in DataHub's UI
+    server.write(
+        [MetadataChangeProposalWrapper(entityUrn=urn, aspect=IncidentInfoClass.from_obj(info))]
+    )
+    second = run(tmp_path, "scan", "--catalog", catalog, "--now", "2026-11-20T10:00:00Z")
+    assert second.returncode == 0, second.stderr
+    listed = json.loads(run(tmp_path, "incidents", "list", "--format", "json").stdout)
+    states = {i["id"]: i["state"] for i in listed}
+    assert states[incident_id] == "acknowledged"
+    assert sum(s == "acknowledged" for s in states.values()) == 1

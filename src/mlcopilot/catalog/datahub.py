@@ -382,6 +382,27 @@ class DataHubCatalog:
     ) -> None:
         self.close()
 
+    def incident_status(self, urns: Sequence[Urn]) -> dict[Urn, tuple[str, str | None, int]]:
+        """``urn -> (state, stage, number of assignees)`` for the incidents that exist.
+
+        How people triaged our incidents in DataHub (stage, assignees) is how an
+        acknowledgement made in DataHub's UI reaches mlcopilot. Read fresh, in batches.
+        """
+        found: dict[Urn, tuple[str, str | None, int]] = {}
+        for chunk in _chunks(list(dict.fromkeys(urns)), self._batch_size):
+            items = [{"urn": urn, "incidentInfo": {}} for urn in chunk]
+            for entity in self._client.batch_get("incident", items):
+                envelope = entity.get("incidentInfo")
+                info = envelope.get("value") if isinstance(envelope, Mapping) else None
+                if isinstance(entity.get("urn"), str) and isinstance(info, Mapping):
+                    status = info.get("status") or {}
+                    found[entity["urn"]] = (
+                        str(status.get("state", "")),
+                        status.get("stage"),
+                        len(info.get("assignees") or []),
+                    )
+        return found
+
     # --- setup and doctor ----------------------------------------------------------------
 
     def server_info(self) -> ServerInfo:

@@ -349,6 +349,10 @@ class McpCatalog:
     ) -> None:
         self.close()
 
+    def incident_status(self, urns: Sequence[Urn]) -> dict[Urn, tuple[str, str | None, int]]:
+        """How our incidents were triaged in DataHub (there is no MCP tool for incidents)."""
+        return self._sdk.incident_status(urns)
+
     # --- reading -------------------------------------------------------------------------
 
     def _call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
