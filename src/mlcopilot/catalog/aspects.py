@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -47,6 +47,7 @@ from datahub.utilities.urn_encoder import RESERVED_CHARS
 from datahub.utilities.urns.error import InvalidUrnError
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
+from mlcopilot.errors import CatalogError
 from mlcopilot.model import (
     ColumnEdge,
     Deprecation,
@@ -644,3 +645,45 @@ def _document(write: DocumentWrite, current: JsonObject | None) -> JsonObject:
 
 def _stamp(when: datetime) -> AuditStampClass:
     return AuditStampClass(time=datetime_to_ms(when), actor=ACTOR)
+
+
+AspectUpdate = tuple[Urn, str, JsonObject]
+"""One aspect to write: entity, aspect name, new value."""
+
+
+def write_updates(
+    write: Write,
+    state: Mapping[Urn, Mapping[str, JsonObject]],
+    *,
+    own: Callable[[Write, Aspects], dict[str, JsonObject]] | None = None,
+) -> list[AspectUpdate]:
+    """The aspect writes that make a catalog hold ``write``, given its current ``state``.
+
+    Missing prerequisites (the tag entity, the property definition) come first, then the
+    target's changed aspects, computed by ``own`` (default :func:`aspects_for_write`). Every
+    backend applies this same rule, which is what keeps their write-back identical.
+
+    Raises:
+        CatalogError: when the write cannot be turned into valid aspects.
+    """
+    target = write_target(write)
+    try:
+        needed = prerequisites(write)
+        changed = (own or aspects_for_write)(write, state.get(target, {}))
+    except TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc
+    updates = [
+        (urn, name, value)
+        for urn, required in needed.items()
+        for name, value in required.items()
+        if name not in state.get(urn, {})
+    ]
+    return updates + [(target, name, value) for name, value in changed.items()]
+
+
+def write_prerequisites(write: Write) -> dict[Urn, dict[str, JsonObject]]:
+    """:func:`prerequisites`, with an untranslatable write reported as a CatalogError."""
+    try:
+        return prerequisites(write)
+    except TranslationError as exc:
+        raise CatalogError(f"cannot apply {write}: {exc}") from exc

@@ -347,13 +347,13 @@ class DataHubCatalog:
         """
         wanted, self.skipped_writes = self._gate_documents(writes)
         needs = [ax.write_target(w) for w in wanted]
-        needs += [urn for w in wanted for urn in _prerequisites(w)]
+        needs += [urn for w in wanted for urn in ax.write_prerequisites(w)]
         bundles = self._bundles(needs, refresh=True)
         state = {urn: dict(bundle.aspects) for urn, bundle in bundles.items()}
         pending: dict[tuple[Urn, str], ax.JsonObject] = {}
         changed: list[Write] = []
         for write in wanted:
-            updates = _updates_for(write, state)
+            updates = ax.write_updates(write, state)
             for urn, name, value in updates:
                 state.setdefault(urn, {})[name] = value
                 pending[(urn, name)] = value
@@ -814,32 +814,6 @@ def _written_at(envelope: Mapping[str, Any]) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
-
-
-def _prerequisites(write: Write) -> dict[Urn, dict[str, ax.JsonObject]]:
-    try:
-        return ax.prerequisites(write)
-    except ax.TranslationError as exc:
-        raise CatalogError(f"cannot apply {write}: {exc}") from exc
-
-
-def _updates_for(
-    write: Write, state: Mapping[Urn, Mapping[str, ax.JsonObject]]
-) -> list[tuple[Urn, str, ax.JsonObject]]:
-    """The aspect writes that make DataHub hold ``write`` — the same rule as Lite's."""
-    target = ax.write_target(write)
-    needed = _prerequisites(write)
-    try:
-        own = ax.aspects_for_write(write, state.get(target, {}))
-    except ax.TranslationError as exc:
-        raise CatalogError(f"cannot apply {write}: {exc}") from exc
-    updates = [
-        (urn, name, value)
-        for urn, required in needed.items()
-        for name, value in required.items()
-        if name not in state.get(urn, {})
-    ]
-    return updates + [(target, name, value) for name, value in own.items()]
 
 
 def _check_writable(pending: Iterable[tuple[Urn, str]]) -> None:

@@ -112,12 +112,12 @@ class LiteCatalog:
         are created when missing. With ``dry_run`` nothing is written.
         """
         needs = [ax.write_target(w) for w in writes]
-        needs += [urn for w in writes for urn in _prerequisites(w)]
+        needs += [urn for w in writes for urn in ax.write_prerequisites(w)]
         state = self._aspects(list(dict.fromkeys(needs)))
         pending: dict[tuple[Urn, str], ax.JsonObject] = {}
         changed: list[Write] = []
         for write in writes:
-            updates = _updates_for(write, state)
+            updates = ax.write_updates(write, state)
             for urn, name, value in updates:
                 state.setdefault(urn, {})[name] = value
                 pending[(urn, name)] = value
@@ -297,26 +297,3 @@ def open_lite_catalog(path: str | Path, *, create: bool) -> LiteCatalog:
     catalog = LiteCatalog(path, create=create)
     catalog.check()
     return catalog
-
-
-def _prerequisites(write: Write) -> dict[Urn, dict[str, ax.JsonObject]]:
-    try:
-        return ax.prerequisites(write)
-    except ax.TranslationError as exc:
-        raise CatalogError(f"cannot apply {write}: {exc}") from exc
-
-
-def _updates_for(write: Write, state: _Aspects) -> list[tuple[Urn, str, ax.JsonObject]]:
-    target = ax.write_target(write)
-    needed = _prerequisites(write)
-    try:
-        own = ax.aspects_for_write(write, state.get(target, {}))
-    except ax.TranslationError as exc:
-        raise CatalogError(f"cannot apply {write}: {exc}") from exc
-    updates = [
-        (urn, name, value)
-        for urn, required in needed.items()
-        for name, value in required.items()
-        if name not in state.get(urn, {})
-    ]
-    return updates + [(target, name, value) for name, value in own.items()]

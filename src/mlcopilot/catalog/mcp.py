@@ -536,14 +536,14 @@ class McpCatalog:
     def _plan(self, writes: Sequence[Write]) -> _Plan:
         """Fold ``writes`` into the current state, as Lite and the DataHub backend do."""
         needs = [ax.write_target(w) for w in writes]
-        needs += [urn for w in writes for urn in _prerequisites(w)]
+        needs += [urn for w in writes for urn in ax.write_prerequisites(w)]
         needs += [tag for w in writes for tag in _removed_definitions(w)]
         plan = _Plan(before=self._read_state(needs))
         labelled = [ax.write_target(w) for w in writes if isinstance(w, TagWrite | PropertyWrite)]
         plan.absent = {urn for urn, node in self._sdk.nodes(labelled).items() if not node.exists}
         state = {urn: dict(aspects) for urn, aspects in plan.before.items()}
         for write in writes:
-            updates = _updates_for(write, state)
+            updates = ax.write_updates(write, state, own=_own_aspects)
             for urn, name, value in updates:
                 state.setdefault(urn, {})[name] = value
                 plan.after[(urn, name)] = value
@@ -764,26 +764,6 @@ def _values(entity: Mapping[str, Any], names: Iterable[str]) -> dict[str, ax.Jso
     return values
 
 
-def _updates_for(write: Write, state: _State) -> list[tuple[Urn, str, ax.JsonObject]]:
-    """The aspect writes that make DataHub hold ``write`` — Lite's rule, documents aside."""
-    target = ax.write_target(write)
-    needed = _prerequisites(write)
-    try:
-        if isinstance(write, DocumentWrite):
-            own = _document_update(write, state.get(target, {}).get("documentInfo"))
-        else:
-            own = ax.aspects_for_write(write, state.get(target, {}))
-    except ax.TranslationError as exc:
-        raise CatalogError(f"cannot apply {write}: {exc}") from exc
-    updates = [
-        (urn, name, value)
-        for urn, required in needed.items()
-        for name, value in required.items()
-        if name not in state.get(urn, {})
-    ]
-    return updates + [(target, name, value) for name, value in own.items()]
-
-
 def _document_update(write: DocumentWrite, current: ax.JsonObject | None) -> dict[str, Any]:
     """``documentInfo`` to save, or nothing when title, text and related assets are there.
 
@@ -817,13 +797,6 @@ def _document_args(write: DocumentWrite) -> dict[str, Any]:
         "urn": write.urn,
         "related_assets": list(write.related_assets),
     }
-
-
-def _prerequisites(write: Write) -> dict[Urn, dict[str, ax.JsonObject]]:
-    try:
-        return ax.prerequisites(write)
-    except ax.TranslationError as exc:
-        raise CatalogError(f"cannot apply {write}: {exc}") from exc
 
 
 def _removed_definitions(write: Write) -> list[Urn]:
@@ -909,3 +882,10 @@ __all__ = [
     "open_mcp_catalog",
     "server_environment",
 ]
+
+
+def _own_aspects(write: Write, current: ax.Aspects) -> dict[str, ax.JsonObject]:
+    """Lite's rule, except documents: ``save_document`` stamps its own times and folder."""
+    if isinstance(write, DocumentWrite):
+        return _document_update(write, current.get("documentInfo"))
+    return ax.aspects_for_write(write, current)
