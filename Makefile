@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test lint typecheck unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,12 +18,16 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@ $(VENV)/.installed-dev $(VENV)/.installed
+
 demo: $(VENV)/.installed
 	$(BIN)/mlcopilot demo
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests scripts
-	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/ruff check src tests scripts benchmarks
+	$(BIN)/ruff format --check src tests scripts benchmarks
 	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-dev
@@ -33,6 +37,11 @@ unit: $(VENV)/.installed-dev
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
+
+# Not part of `make test`: builds synthetic catalogs (cached in benchmarks/.cache/), measures
+# every backend against the stand-in GMS and rewrites benchmarks/RESULTS.md and results.png.
+bench: $(VENV)/.installed-bench
+	$(BIN)/python -m benchmarks.run
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -76,9 +76,20 @@ class Shape:
 
 
 def _layers(shape: Shape) -> list[list[str]]:
-    per_layer = max(1, shape.datasets // shape.depth)
+    """``depth`` layers of datasets whose sizes differ by at most one.
+
+    (Fixed-size layers left a stray last layer of a few datasets, one hop deeper than the
+    shape says, which is not a shape anyone asked for.)
+    """
     names = [make_dataset_urn("hive", f"db.t{i:07d}") for i in range(shape.datasets)]
-    layers = [names[i : i + per_layer] for i in range(0, len(names), per_layer)]
+    depth = max(1, min(shape.depth, len(names)))
+    size, extra = divmod(len(names), depth)
+    layers: list[list[str]] = []
+    start = 0
+    for i in range(depth):
+        end = start + size + (1 if i < extra else 0)
+        layers.append(names[start:end])
+        start = end
     return [layer for layer in layers if layer]
 
 
@@ -150,7 +161,9 @@ def _dataset(
         ),
     )
     if rng.random() < shape.deprecated:
-        yield _mcp(urn, m.DeprecationClass(deprecated=True, note="retiring", actor="urn:li:corpuser:x"))
+        yield _mcp(
+            urn, m.DeprecationClass(deprecated=True, note="retiring", actor="urn:li:corpuser:x")
+        )
     if upstream_layer:
         # Round-robin first, so every upstream dataset is used at least once, then random.
         ups = {upstream_layer[index % len(upstream_layer)]}

@@ -19,6 +19,7 @@ otherwise. Unknown is reported as such ("medium" impact), never guessed healthy.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -50,12 +51,22 @@ class _Rule:
 
 _WHOLE = _Rule(default=True)
 _UNKNOWN = _Rule()
+_NONE: frozenset[str] = frozenset()
+_WHOLE_USAGE = ColumnUsage(whole=True)
+_NO_USAGE = ColumnUsage()
+# A large lineage has a usage per node: the common ones are shared, and so is the empty set
+# (216 bytes each, two per usage), instead of one of each per node.
+
+
+def _frozen(items: Iterable[str]) -> frozenset[str]:
+    found = frozenset(items)
+    return found if found else _NONE
 
 
 def column_usage(lineage: Lineage) -> dict[Urn, ColumnUsage]:
     """Return, for every node of ``lineage`` except the model, which of its columns feed it."""
     rules: dict[Urn, list[_Rule]] = {}
-    usage: dict[Urn, ColumnUsage] = {lineage.root: ColumnUsage(whole=True)}
+    usage: dict[Urn, ColumnUsage] = {lineage.root: _WHOLE_USAGE}
     upstream_edges: dict[Urn, list[Edge]] = {}
     for edge in lineage.edges:
         upstream_edges.setdefault(edge.downstream, []).append(edge)
@@ -63,6 +74,9 @@ def column_usage(lineage: Lineage) -> dict[Urn, ColumnUsage]:
     pending_downstreams = _count_downstreams(lineage)
     queue = deque([lineage.root])
     done: set[Urn] = set()
+    # Nodes that have rules, nearest the model first: where a cycle is broken (a heap, so a
+    # graph with many cycles does not rescan every node for each of them).
+    waiting: list[tuple[int, Urn]] = []
     while True:
         while queue:
             urn = queue.popleft()
@@ -72,7 +86,11 @@ def column_usage(lineage: Lineage) -> dict[Urn, ColumnUsage]:
             if urn != lineage.root:
                 usage[urn] = _combine(rules.get(urn, []), mentioned.get(urn, set()))
             for edge in upstream_edges.get(urn, []):
-                rules.setdefault(edge.upstream, []).append(
+                if edge.upstream not in rules:
+                    rules[edge.upstream] = []
+                    depth = len(lineage.paths.get(edge.upstream, ()))
+                    heapq.heappush(waiting, (depth, edge.upstream))
+                rules[edge.upstream].append(
                     _rule_for(edge, lineage.nodes.get(edge.downstream), usage[urn], lineage)
                 )
                 pending_downstreams[edge.upstream] -= 1
@@ -80,12 +98,13 @@ def column_usage(lineage: Lineage) -> dict[Urn, ColumnUsage]:
                     queue.append(edge.upstream)
         # On a cycle no node ever sees all its downstreams settle: settle the one nearest the
         # model with what it has so far, and carry on from there.
-        waiting = [u for u in rules if u not in done]
+        while waiting and waiting[0][1] in done:
+            heapq.heappop(waiting)
         if not waiting:
             break
-        queue.append(min(waiting, key=lambda u: (len(lineage.paths.get(u, ())), u)))
+        queue.append(heapq.heappop(waiting)[1])
     for urn in lineage.nodes:
-        usage.setdefault(urn, ColumnUsage())
+        usage.setdefault(urn, _NO_USAGE)
     del usage[lineage.root]
     return usage
 
@@ -138,7 +157,7 @@ def _column_lineage_rule(upstream: Urn, downstream: Node, downstream_usage: Colu
     unknown = set(verdicts) - feeding - unused
     # Column-level lineage is taken as authoritative for this edge: an unmentioned column
     # does not flow into the downstream dataset.
-    return _Rule(frozenset(feeding), frozenset(unknown), frozenset(unused), default=False)
+    return _Rule(_frozen(feeding), _frozen(unknown), _frozen(unused), default=False)
 
 
 def _columns_mentioned(lineage: Lineage) -> dict[Urn, set[str]]:
@@ -163,14 +182,15 @@ def _columns_mentioned(lineage: Lineage) -> dict[Urn, set[str]]:
 def _combine(rules: Iterable[_Rule], columns: Iterable[str]) -> ColumnUsage:
     rule_list = list(rules)
     if not rule_list:
-        return ColumnUsage()
+        return _NO_USAGE
     if any(r.default is True and not r.unused and not r.unknown for r in rule_list):
-        return ColumnUsage(whole=True)
+        return _WHOLE_USAGE
     verdicts: Mapping[str, list[bool | None]] = {
         c: [r.feeds(c) for r in rule_list] for c in columns
     }
-    return ColumnUsage(
-        columns=frozenset(c for c, v in verdicts.items() if True in v),
-        unused=frozenset(c for c, v in verdicts.items() if all(x is False for x in v)),
-        complete=all(r.default is False and not r.unknown for r in rule_list),
-    )
+    complete = all(r.default is False and not r.unknown for r in rule_list)
+    feeding = _frozen(c for c, v in verdicts.items() if True in v)
+    unused = _frozen(c for c, v in verdicts.items() if all(x is False for x in v))
+    if not feeding and not unused and not complete:
+        return _NO_USAGE
+    return ColumnUsage(columns=feeding, unused=unused, complete=complete)

@@ -10,9 +10,12 @@ would-be write-back and notifications.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol, runtime_checkable
 
 from mlcopilot.acks import AckReport, AckSource, read_back
 from mlcopilot.clock import Clock, OffsetClock
@@ -29,6 +32,7 @@ from mlcopilot.model import (
     Lineage,
     ModelReport,
     Node,
+    Schema,
     Urn,
     Write,
 )
@@ -41,6 +45,30 @@ from mlcopilot.writeback import plan_writeback
 
 Progress = Callable[[int, int, Urn], None]
 """Called before each model as ``progress(done, total, model_urn)``."""
+
+
+@runtime_checkable
+class LineagePrefetch(Protocol):
+    """A catalog that can load the lineage of many models at once (optional).
+
+    A remote catalog then reads the entities the models share once, a whole level of every
+    model's walk per batch, instead of walking model after model.
+    """
+
+    def prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None:
+        """Make the lineage of every root cheap to walk afterwards."""
+        ...
+
+
+@runtime_checkable
+class BatchedHistory(Protocol):
+    """A catalog that reads training-time schemas of many datasets at once (optional)."""
+
+    def schemas_at(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], Schema | None]:
+        """:meth:`~mlcopilot.protocols.Catalog.schema_as_of` of each (urn, time), in batches."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,19 +138,61 @@ def scan(
     delivery: Delivery | None = None,
 ) -> ScanResult:
     """Scan ``options.models`` (or every model), reconcile, store, write back and notify."""
+    with _fewer_collections():
+        return _scan(catalog, store, checks, options, progress=progress, delivery=delivery)
+
+
+GC_THRESHOLD = 20_000
+"""Allocations between two young-generation collections during a scan (Python's default: 700)."""
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Run the cyclic garbage collector less often for the duration of a scan.
+
+    A scan builds hundreds of thousands of objects that live until it ends (nodes, schema
+    fields, paths) and frees little; with the default threshold the collector re-examines them
+    so often that it takes about 40% of a large walk (``benchmarks/RESULTS.md``). Cyclic
+    garbage is still collected, a little later; the previous threshold is restored after.
+    """
+    before = gc.get_threshold()
+    if before[0] == 0:  # automatic collection is off: leave it so
+        yield
+        return
+    gc.set_threshold(max(before[0], GC_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _scan(
+    catalog: Catalog,
+    store: StateStore,
+    checks: Sequence[Check],
+    options: ScanOptions,
+    *,
+    progress: Progress | None,
+    delivery: Delivery | None,
+) -> ScanResult:
     delivery = delivery or Delivery()
     started_at = options.now
     models = _models_to_scan(catalog, options.models)
     reports: list[ModelReport] = []
     baselines: list[Baseline] = []
     evaluated: set[tuple[Urn, str, Urn]] = set()
+    if len(models) > 1 and isinstance(catalog, LineagePrefetch):
+        catalog.prefetch(models, options.limits)
+    lineages: list[Lineage] = []
     for done, model in enumerate(models):
         if progress is not None:
             progress(done, len(models), model)
-        lineage = catalog.lineage(model, options.limits)
-        report, model_baselines, model_evaluated = _scan_model(
-            catalog, store, checks, lineage, options.now
-        )
+        lineages.append(catalog.lineage(model, options.limits))
+    # Every model's baselines at once: a dataset many models share has its history read once.
+    known = _baselines(catalog, store, lineages, options.now)
+    for lineage in lineages:
+        model_known, model_baselines = known[lineage.root]
+        report, model_evaluated = _scan_model(checks, lineage, model_known, options.now)
         reports.append(report)
         baselines.extend(model_baselines)
         evaluated |= model_evaluated
@@ -238,31 +308,27 @@ def _models_to_scan(catalog: Catalog, requested: Sequence[Urn]) -> list[Urn]:
 
 
 def _scan_model(
-    catalog: Catalog,
-    store: StateStore,
     checks: Sequence[Check],
     lineage: Lineage,
+    known: Mapping[Urn, Baseline],
     now: datetime,
-) -> tuple[ModelReport, list[Baseline], set[tuple[Urn, str, Urn]]]:
+) -> tuple[ModelReport, set[tuple[Urn, str, Urn]]]:
     model = lineage.nodes[lineage.root]
     usage = column_usage(lineage)
     findings: list[Finding] = []
     unknown: dict[Urn, list[str]] = {}
     errors: list[str] = []
-    baselines: list[Baseline] = []
     evaluated: set[tuple[Urn, str, Urn]] = set()
     for urn, node in lineage.nodes.items():
         if urn == lineage.root:
             continue
-        baseline = _baseline(catalog, store, model, node, now)
-        if baseline is not None and baseline.source != "stored":
-            baselines.append(baseline.value)
+        baseline = known.get(urn)
         ctx = CheckContext(
             model=model,
             path=lineage.paths[urn],
             now=now,
             usage=usage.get(urn, UNKNOWN_USAGE),
-            baseline=baseline.value.schema if baseline is not None else None,
+            baseline=baseline.schema if baseline is not None else None,
         )
         for check in checks:
             try:
@@ -282,32 +348,66 @@ def _scan_model(
         unknown={u: tuple(r) for u, r in unknown.items()},
         errors=tuple(errors),
     )
-    return report, baselines, evaluated
+    return report, evaluated
 
 
-@dataclass(frozen=True, slots=True)
-class _BaselineLookup:
-    value: Baseline
-    source: str
+def _baselines(
+    catalog: Catalog, store: StateStore, lineages: Sequence[Lineage], now: datetime
+) -> dict[Urn, tuple[dict[Urn, Baseline], list[Baseline]]]:
+    """Per model: the schema it was trained on for each upstream dataset, and the new ones.
 
-
-def _baseline(
-    catalog: Catalog, store: StateStore, model: Node, node: Node, now: datetime
-) -> _BaselineLookup | None:
-    """The schema ``model`` was trained on for dataset ``node``; established on first sight.
-
-    First choice is the catalog's aspect history as of the model's training time; when history
-    cannot tell, the current schema becomes the baseline (the first-scan snapshot).
+    Established on first sight: first choice is what is stored; then the catalog's aspect
+    history as of the model's training time; when history cannot tell, the current schema
+    becomes the baseline (the first-scan snapshot). The store is read once per model and the
+    history of every model's new datasets in one batched call, never once per dataset: an
+    estate has thousands of models sharing thousands of datasets.
     """
-    if node.entity_type is not EntityType.DATASET or node.schema is None:
-        return None
-    stored = store.baseline(model.urn, node.urn)
-    if stored is not None:
-        return _BaselineLookup(stored, "stored")
-    historic = catalog.schema_as_of(node.urn, model.trained_at) if model.trained_at else None
-    if historic is not None:
-        return _BaselineLookup(Baseline(model.urn, node.urn, historic, "history", now), "new")
-    return _BaselineLookup(Baseline(model.urn, node.urn, node.schema, "first_scan", now), "new")
+    missing: dict[Urn, list[Node]] = {}
+    known: dict[Urn, dict[Urn, Baseline]] = {}
+    wanted: list[tuple[Urn, datetime]] = []
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        datasets = [
+            node
+            for urn, node in lineage.nodes.items()
+            if urn != lineage.root
+            and node.entity_type is EntityType.DATASET
+            and node.schema is not None
+        ]
+        stored = {b.dataset: b for b in store.baselines(model.urn)} if datasets else {}
+        known[model.urn] = {n.urn: stored[n.urn] for n in datasets if n.urn in stored}
+        missing[model.urn] = [n for n in datasets if n.urn not in stored]
+        if model.trained_at is not None:
+            wanted += [(n.urn, model.trained_at) for n in missing[model.urn]]
+    history = _history(catalog, wanted)
+    result: dict[Urn, tuple[dict[Urn, Baseline], list[Baseline]]] = {}
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        new: list[Baseline] = []
+        for node in missing[model.urn]:
+            assert node.schema is not None
+            when = model.trained_at
+            historic = history.get((node.urn, when)) if when is not None else None
+            if historic is None:
+                new.append(Baseline(model.urn, node.urn, node.schema, "first_scan", now))
+            else:
+                # The same schema as today's (the common case) is kept once, not twice.
+                schema = node.schema if historic == node.schema else historic
+                new.append(Baseline(model.urn, node.urn, schema, "history", now))
+        known[model.urn].update((b.dataset, b) for b in new)
+        result[model.urn] = (known[model.urn], new)
+    return result
+
+
+def _history(
+    catalog: Catalog, wanted: Sequence[tuple[Urn, datetime]]
+) -> Mapping[tuple[Urn, datetime], Schema | None]:
+    """The schema of each urn as of each time, batched when the catalog can."""
+    if not wanted:
+        return {}
+    if isinstance(catalog, BatchedHistory):
+        return catalog.schemas_at(wanted)
+    return {(urn, when): catalog.schema_as_of(urn, when) for urn, when in dict.fromkeys(wanted)}
 
 
 def _after(previous: Sequence[Incident], changes: IncidentChanges) -> list[Incident]:

@@ -14,9 +14,11 @@ own classes so the shapes are DataHub's real ones.
 from __future__ import annotations
 
 import re
+import sys
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from avro.errors import AvroException
@@ -41,7 +43,7 @@ from datahub.metadata.schema_classes import (
     TagPropertiesClass,
     _Aspect,
 )
-from datahub.metadata.urns import SchemaFieldUrn, TagUrn
+from datahub.metadata.urns import DataPlatformUrn, TagUrn
 from datahub.metadata.urns import Urn as SdkUrn
 from datahub.utilities.urn_encoder import RESERVED_CHARS
 from datahub.utilities.urns.error import InvalidUrnError
@@ -127,6 +129,22 @@ TRAINING_RUN_ASPECTS = ("dataProcessInstanceProperties",)
 
 _T = TypeVar("_T")
 
+_EMPTY: frozenset[str] = frozenset()
+"""Every empty tag or term set shares this one (an empty frozenset is 216 bytes, and a large
+lineage has millions of them: one per schema field for tags and for terms)."""
+_V2_PREFIX = "[version=2.0]"
+_SCHEMA_FIELD_PREFIX = "urn:li:schemaField:"
+_TYPE_NAMES: dict[str, str] = {}
+_NO_EDIT: JsonObject = {}  # read only: the edits of a field nobody edited
+_RESERVED = frozenset(RESERVED_CHARS)
+_DATASET_PREFIX = "urn:li:dataset:("
+_PLAIN_FIELDS: dict[tuple[str, str, str, int], SchemaField] = {}
+"""Untagged, undescribed fields by (path, type, native type, position): they repeat across
+the tables of a catalog (``id``, ``created_at``...), so each is one object, shared."""
+_PLAIN_FIELDS_MAX = 1 << 16
+_UPSTREAM_FIELDS: dict[str, tuple[str, str] | None] = {}
+_UPSTREAM_FIELDS_MAX = 1 << 17
+
 
 # --- reading -------------------------------------------------------------------------------
 
@@ -177,8 +195,8 @@ def node_from_aspects(
         name=_name(urn, aspects),
         exists=exists(aspects),
         schema=schema_from_aspects(aspects),
-        tags=frozenset(_tag_urns(aspects.get("globalTags"))),
-        terms=frozenset(_term_urns(aspects.get("glossaryTerms"))),
+        tags=_frozen(_tag_urns(aspects.get("globalTags"))),
+        terms=_frozen(_term_urns(aspects.get("glossaryTerms"))),
         structured_properties=structured_properties(aspects.get("structuredProperties")),
         custom_properties=custom,
         deprecation=_deprecation(aspects.get("deprecation")),
@@ -211,19 +229,47 @@ def schema_from_aspects(aspects: Aspects) -> Schema | None:
         if path in seen:
             continue
         seen.add(path)
-        edit = edits.get(path, {})
+        edit = edits.get(path, _NO_EDIT) if edits else _NO_EDIT
+        if not edit and not (
+            raw.get("globalTags") or raw.get("glossaryTerms") or raw.get("description")
+        ):
+            fields.append(_plain_field(path, raw, len(fields)))
+            continue
         fields.append(
             SchemaField(
-                path=path,
+                path=sys.intern(path),
                 type=_field_type(raw.get("type")),
-                native_type=raw.get("nativeDataType") or "",
+                native_type=sys.intern(raw.get("nativeDataType") or ""),
                 description=_text(raw.get("description")) or _text(edit.get("description")),
                 position=len(fields),
-                tags=frozenset(_tag_urns(raw.get("globalTags"), edit.get("globalTags"))),
-                terms=frozenset(_term_urns(raw.get("glossaryTerms"), edit.get("glossaryTerms"))),
+                tags=_frozen(_tag_urns(raw.get("globalTags"), edit.get("globalTags"))),
+                terms=_frozen(_term_urns(raw.get("glossaryTerms"), edit.get("glossaryTerms"))),
             )
         )
     return Schema(tuple(fields))
+
+
+def _plain_field(path: str, raw: Mapping[str, Any], position: int) -> SchemaField:
+    """A field with no tags, terms or description, shared with every field equal to it.
+
+    A large lineage holds millions of fields, most of them plain; sharing them keeps memory
+    to the distinct ones, and a lookup is cheaper than building the field.
+    """
+    key = (path, _field_type(raw.get("type")), raw.get("nativeDataType") or "", position)
+    found = _PLAIN_FIELDS.get(key)
+    if found is None:
+        if len(_PLAIN_FIELDS) >= _PLAIN_FIELDS_MAX:
+            _PLAIN_FIELDS.clear()  # bounded: a catalog of endless distinct columns starts over
+        found = SchemaField(
+            path=sys.intern(path),
+            type=key[1],
+            native_type=sys.intern(key[2]),
+            position=position,
+            tags=_EMPTY,
+            terms=_EMPTY,
+        )
+        _PLAIN_FIELDS[key] = found
+    return found
 
 
 def edges_from_aspects(urn: Urn, aspects: Aspects) -> list[Edge]:
@@ -260,17 +306,55 @@ def column_lineage(urn: Urn, upstream_lineage: JsonObject | None) -> tuple[Colum
     schema fields, downstreams of another dataset and entries without downstreams (a real
     quirk of DataHub's bootstrap sample) contribute nothing.
     """
-    edges: list[ColumnEdge] = []
-    for entry in (upstream_lineage or {}).get("fineGrainedLineages") or []:
-        ups = [f for f in map(_schema_field, entry.get("upstreams") or []) if f]
-        downs = [f for f in map(_schema_field, entry.get("downstreams") or []) if f]
-        for up_dataset, up_field in ups:
-            edges.extend(
-                ColumnEdge(up_dataset, up_field, down_field)
-                for down_dataset, down_field in downs
-                if down_dataset == urn
-            )
-    return tuple(_unique(edges))
+    entries = (upstream_lineage or {}).get("fineGrainedLineages")
+    if not entries:
+        return ()
+    # A downstream field of this dataset is exactly an urn starting with ``own`` (the
+    # schemaField urn splits at its last comma, and a field path holds no comma): no parsing.
+    own = f"{_SCHEMA_FIELD_PREFIX}({urn},"
+    own_valid = _parent_urn(urn) is not None
+    edges: dict[tuple[Urn, str, str], ColumnEdge] = {}
+    for entry in entries:
+        paths = [
+            _field_path(down[len(own) : -1])
+            for down in entry.get("downstreams") or []
+            if own_valid and isinstance(down, str) and down.startswith(own) and down[-1] == ")"
+        ]
+        downs = [d for d in paths if d is not None]
+        if not downs:
+            continue
+        for up in entry.get("upstreams") or []:
+            field = _upstream_field(up)
+            if field is None:
+                continue
+            for down in downs:
+                key = (field[0], field[1], down)
+                if key not in edges:
+                    edges[key] = ColumnEdge(*key)
+    return tuple(edges.values())
+
+
+def _field_path(raw: str) -> str | None:
+    """The simple form of the field part of a schemaField urn; None when the SDK refuses it."""
+    if not raw or not _RESERVED.isdisjoint(raw):
+        return None
+    if "%" in raw:
+        raw = _decode(raw)
+    return sys.intern(simple_field_path(raw))
+
+
+def _upstream_field(urn: object) -> tuple[Urn, str] | None:
+    """:func:`_schema_field`, remembered: a column feeds several datasets' lineage."""
+    if not isinstance(urn, str):
+        return None
+    try:
+        return _UPSTREAM_FIELDS[urn]
+    except KeyError:
+        pass
+    if len(_UPSTREAM_FIELDS) >= _UPSTREAM_FIELDS_MAX:
+        _UPSTREAM_FIELDS.clear()  # bounded: an endless catalog starts over
+    found = _UPSTREAM_FIELDS[urn] = _schema_field(urn)
+    return found
 
 
 def structured_properties(aspect: JsonObject | None) -> dict[str, tuple[str | float, ...]]:
@@ -296,6 +380,8 @@ def custom_properties(aspects: Aspects) -> dict[str, str]:
 
 def simple_field_path(field_path: str) -> str:
     """A field path in plain dotted form, without v2 ``[version=...]``/``[type=...]`` segments."""
+    if not field_path.startswith(_V2_PREFIX):
+        return field_path  # what the SDK returns for a v1 path, without the call
     return str(get_simple_field_path_from_v2_field_path(field_path))
 
 
@@ -315,6 +401,8 @@ def datetime_to_ms(when: datetime) -> int:
 
 def _targets(aspects: Aspects, specs: Iterable[_EdgeSpec]) -> Iterator[tuple[EdgeKind, Urn]]:
     for aspect, field, key, kind in specs:
+        if aspect not in aspects:
+            continue  # most entities hold one or two of the aspects that declare edges
         for item in _get(aspects, aspect, field) or []:
             target = item.get(key) if key is not None and isinstance(item, Mapping) else item
             if isinstance(target, str) and target:
@@ -331,11 +419,25 @@ def _name(urn: Urn, aspects: Aspects) -> str:
 
 def _name_from_urn(urn: Urn) -> str:
     """The name part of an urn: ``(platform,NAME,env)``, ``(namespace,NAME)`` or ``ID``."""
+    if urn.startswith(_DATASET_PREFIX) and urn.endswith(")"):
+        # Most nodes are datasets: decide as the SDK's DatasetUrn does, without its cost.
+        parts = urn[len(_DATASET_PREFIX) : -1].split(",")
+        if len(parts) == 3 and all(parts) and not any(_RESERVED & set(p) for p in parts):
+            return _decode(parts[1]) if _platform_urn(parts[0]) else urn
     try:
         ids = SdkUrn.from_string(urn).entity_ids
     except InvalidUrnError:
         return urn
     return _decode(ids[1] if len(ids) >= 2 else ids[0])
+
+
+@lru_cache(maxsize=1 << 10)
+def _platform_urn(urn: str) -> bool:
+    try:
+        DataPlatformUrn.from_string(urn)
+    except InvalidUrnError:
+        return False
+    return True
 
 
 def _decode(text: str) -> str:
@@ -344,20 +446,63 @@ def _decode(text: str) -> str:
 
 
 def _schema_field(urn: object) -> tuple[Urn, str] | None:
-    if not isinstance(urn, str) or not urn.startswith("urn:li:schemaField:"):
+    """The (dataset, simple field path) a ``schemaField`` urn names; None if it is not one.
+
+    Exactly what ``SchemaFieldUrn.from_string`` accepts, without its cost on every call (a
+    large lineage has millions of column edges): the field part holds no reserved character
+    (else the SDK refuses it), so the urn splits at its last comma, and whether the parent is
+    an urn the SDK accepts is decided once per parent.
+    """
+    if not isinstance(urn, str) or not urn.startswith(_SCHEMA_FIELD_PREFIX):
+        return None
+    ids = urn[len(_SCHEMA_FIELD_PREFIX) :]
+    if not (ids.startswith("(") and ids.endswith(")")):
+        return None
+    parent, _, field_path = ids[1:-1].rpartition(",")
+    path = _field_path(field_path)
+    if path is None:
+        return None
+    checked = _parent_urn(parent)
+    if checked is None:
+        return None
+    return checked, path
+
+
+@lru_cache(maxsize=1 << 16)
+def _parent_urn(parent: str) -> Urn | None:
+    """``parent`` when it is a valid schemaField parent (as the SDK decides), else None.
+
+    Besides being an urn the SDK parses, its parentheses must nest within it and it must
+    have no top-level comma: otherwise the SDK would split the schemaField urn differently.
+    """
+    depth = 0
+    for c in parent:
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == "," and depth == 0:
+            return None
+    if depth != 0 or not parent:
         return None
     try:
-        parsed = SchemaFieldUrn.from_string(urn)
+        SdkUrn.from_string(parent)
     except InvalidUrnError:
         return None
-    return parsed.parent, simple_field_path(_decode(parsed.field_path))
+    return sys.intern(parent)
 
 
 def _field_type(type_json: object) -> str:
     """The logical type class short name (``StringType``) from the ``type.type`` union."""
     union = type_json.get("type") if isinstance(type_json, Mapping) else None
     if isinstance(union, Mapping) and union:
-        return str(next(iter(union))).rsplit(".", 1)[-1]
+        key = str(next(iter(union)))
+        name = _TYPE_NAMES.get(key)
+        if name is None:  # a few dozen type classes exist: one string each
+            name = _TYPE_NAMES.setdefault(key, sys.intern(key.rsplit(".", 1)[-1]))
+        return name
     return ""
 
 
@@ -372,14 +517,19 @@ def _tag_urns(*aspects: JsonObject | None) -> Iterator[Urn]:
     for aspect in aspects:
         for association in (aspect or {}).get("tags") or []:
             if association.get("tag"):
-                yield str(association["tag"])
+                yield sys.intern(str(association["tag"]))
 
 
 def _term_urns(*aspects: JsonObject | None) -> Iterator[Urn]:
     for aspect in aspects:
         for association in (aspect or {}).get("terms") or []:
             if association.get("urn"):
-                yield str(association["urn"])
+                yield sys.intern(str(association["urn"]))
+
+
+def _frozen(items: Iterator[Urn]) -> frozenset[Urn]:
+    found = frozenset(items)
+    return found if found else _EMPTY
 
 
 def _deprecation(aspect: JsonObject | None) -> Deprecation | None:

@@ -7,15 +7,19 @@ both backends give the same nodes, edges and lineage for the same metadata.
 
 Lineage is the same breadth-first walk as Lite's, over edges read from aspects, so it has the
 same hops (training data, feature tables and training-run inputs included, which DataHub's
-lineage index misses) and the same paths. What makes it fast is a prefetch: one
-``scrollAcrossLineage`` over all hops finds everything DataHub's index knows upstream of the
-model in ``ceil(N / page)`` requests; those entities are fetched in concurrent batches; the
-hops the index misses are found from the aspects, and the scroll is repeated from them. The
-walk then runs on the cache. Anything the prefetch missed (a partial scroll, an index lagging
-behind) is fetched by the walk itself, one batch per hop, so the result never depends on
-DataHub's lineage index being complete.
+lineage index misses) and the same paths. What makes it fast is a prefetch that reads the
+graph a whole level at a time — every entity of the level, of every model being scanned, in
+concurrent batches — so a scan costs about one batch per level and per ``batch_size``
+unique entities, however many models share them. A graph that keeps going after
+:data:`DEEP_LEVELS` levels with a narrow frontier (a long chain) is finished with DataHub's
+lineage index instead: one ``scrollAcrossLineage`` from each frontier urn finds everything
+upstream of it in ``ceil(N / page)`` requests, fetched in batches. The walk then runs on the
+cache; anything the prefetch missed (a partial scroll, an index lagging behind) is fetched by
+the walk itself, so the result never depends on DataHub's lineage index being complete.
 
-Every urn is fetched once per catalog instance (one scan); writes re-read what they change.
+Every urn is fetched and translated once per catalog instance (one scan); the versions read
+for training-time schemas are kept too, so models sharing a dataset read its history once.
+Writes re-read what they change.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
@@ -42,7 +48,7 @@ from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog import datahub_queries as q
 from mlcopilot.catalog.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.datahub_client import GmsClient
-from mlcopilot.errors import CatalogError
+from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
     DocumentWrite,
@@ -67,6 +73,18 @@ LINEAGE_PAGE = 1000
 SEARCH_PAGE = 1000
 MAX_HISTORY_PROBES = 21
 """Aspect versions read at most per ``schema_as_of`` (GMS keeps about 20 by default)."""
+BATCH_SIZE = 500
+"""Urns per ``entities`` query / ``batchGet`` by default. Requests, not bytes, dominate a
+remote scan (each costs a round trip): 500 keeps a 10,000-entity model within a few dozen
+requests while each response stays a few megabytes (see ``benchmarks/RESULTS.md``)."""
+HISTORY_BATCH = 1000
+"""Urns per ``batchGet`` of aspect versions: two small aspects each, so larger batches."""
+DEEP_LEVELS = 4
+"""Narrow levels in a row the prefetch reads one by one before it asks DataHub's lineage index
+for everything further up (a long chain would otherwise cost a round trip per hop)."""
+SCROLL_ROOTS = 4
+"""At most this many urns to fetch make a level narrow: scrolling from each costs a request,
+so a wider frontier is cheaper read level by level."""
 
 READ_ASPECTS: tuple[str, ...] = tuple(
     sorted(
@@ -173,12 +191,24 @@ class _Bundle:
     tables: list[Urn] = field(default_factory=list)
     """Feature tables that contain it (incoming ``Contains``)."""
 
+    upstream: list[Edge] | None = None
+    """Its edges once worked out (the walk asks for them more than once)."""
+
     def edges(self, urn: Urn) -> list[Edge]:
         """Its upstream edges, in Lite's order: its own aspects', then reverse hops by urn."""
-        own = ax.edges_from_aspects(urn, self.aspects)
-        reverse = [Edge(urn, t, "feature_table") for t in sorted(set(self.tables))]
-        reverse += [Edge(urn, p, "produced_by") for p in sorted(set(self.producers))]
-        return list(dict.fromkeys([*own, *sorted(reverse, key=lambda e: e.upstream)]))
+        if self.upstream is None:
+            own = ax.edges_from_aspects(urn, self.aspects)
+            reverse = [Edge(urn, t, "feature_table") for t in sorted(set(self.tables))]
+            reverse += [Edge(urn, p, "produced_by") for p in sorted(set(self.producers))]
+            self.upstream = list(dict.fromkeys([*own, *sorted(reverse, key=lambda e: e.upstream)]))
+        return self.upstream
+
+
+_Version = tuple[int | None, ax.JsonObject | None, int | None]
+"""One aspect version as the history walk needs it: (written at, value, newest version).
+
+``newest`` is only known for version 0, and its value is kept only when there is no newer
+numbered version to walk from (it is not dated by its own write)."""
 
 
 class DataHubCatalog:
@@ -202,7 +232,7 @@ class DataHubCatalog:
         server_url: str | DataHubSettings,
         *,
         token: str | None = None,
-        batch_size: int = 100,
+        batch_size: int = BATCH_SIZE,
         max_workers: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
@@ -223,6 +253,8 @@ class DataHubCatalog:
         self._lineage_page = lineage_page
         self._executor: ThreadPoolExecutor | None = None
         self._cache: dict[Urn, _Bundle] = {}
+        self._nodes: dict[Urn, Node] = {}
+        self._versions: dict[tuple[Urn, str, int], _Version | None] = {}
         self._scrolled: dict[tuple[Urn, tuple[str, ...]], list[Urn]] = {}
         self.skipped_writes: tuple[Write, ...] = ()
         """Writes the last :meth:`apply` could not make (documents on a server < 1.4)."""
@@ -271,10 +303,14 @@ class DataHubCatalog:
 
     def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
         """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""
-        bundles = self._bundles(urns)
-        jobs = {job for b in bundles.values() for job in ax.training_jobs(b.aspects)}
-        related = {u: b.aspects for u, b in self._bundles(sorted(jobs)).items()} if jobs else {}
-        return {urn: _node(urn, bundles[urn].aspects, related) for urn in urns}
+        todo = [u for u in dict.fromkeys(urns) if u not in self._nodes]
+        if todo:
+            bundles = self._bundles(todo)
+            jobs = {job for b in bundles.values() for job in ax.training_jobs(b.aspects)}
+            related = {u: b.aspects for u, b in self._bundles(sorted(jobs)).items()}
+            for urn in todo:
+                self._nodes[urn] = _node(urn, bundles[urn].aspects, related)
+        return {urn: self._nodes[urn] for urn in urns}
 
     def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
         """Every edge one hop upstream of each urn, with Lite's edge semantics."""
@@ -286,8 +322,16 @@ class DataHubCatalog:
 
     def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
         """The upstream lineage of ``root`` within ``limits`` (see the module docstring)."""
-        self._prefetch(root, limits)
+        self._prefetch([root], limits)
         return walk_upstream(self, root, limits)
+
+    def prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None:
+        """Read the lineage of every root at once: a level of all of them per batch.
+
+        A scan of many models calls this first; each :meth:`lineage` is then served from
+        this scan's cache, and an entity the models share is read once.
+        """
+        self._prefetch(list(dict.fromkeys(roots)), limits)
 
     def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
         """The schema of the newest version written before ``when``; None if history lacks it.
@@ -296,44 +340,85 @@ class DataHubCatalog:
         most :data:`MAX_HISTORY_PROBES` of them, and dated by their audit stamp (the time the
         version was written), else ``systemMetadata.lastObserved``.
         """
-        as_of = ax.datetime_to_ms(when)
-        entity_type = _entity_type(urn)
-        if as_of <= 0 or entity_type is None:
-            return None
-        current = self._versions(urn, entity_type, dict.fromkeys(ax.SCHEMA_ASPECTS, 0))
-        if "schemaMetadata" not in current:
-            return None
-        return self._schema_before(urn, entity_type, current, as_of)
+        return self.schemas_as_of([urn], when)[urn]
 
-    def _schema_before(
-        self, urn: Urn, entity_type: str, current: Mapping[str, ax.JsonObject], as_of: int
-    ) -> Schema | None:
-        """Walk each schema aspect's versions down from the newest to the first before ``as_of``.
+    def schemas_as_of(self, urns: Sequence[Urn], when: datetime) -> dict[Urn, Schema | None]:
+        """:meth:`schema_as_of` of many urns at once (see :meth:`schemas_at`)."""
+        found = self.schemas_at([(urn, when) for urn in urns])
+        return {urn: found[(urn, when)] for urn in urns}
+
+    def schemas_at(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], Schema | None]:
+        """The schema of each urn as of its time: each round of the walk is one batch for all.
 
         The v0 envelope names the newest version but is not dated by its own write (Lite
         keeps v0's first-write time; GMS bumps ``lastObserved`` on every re-ingestion), so the
-        walk starts at that version number rather than trusting v0's stamps.
+        walk starts at that version number rather than trusting v0's stamps. A scan asks for
+        every model's datasets at every model's training time in one call, so a round reads
+        each version needed once, however many models share a dataset; versions read are
+        kept for the rest of the scan.
         """
-        found: dict[str, ax.JsonObject] = {}
-        pending = {name: anchor for name, env in current.items() if (anchor := _newest_row(env))}
-        for name in current.keys() - pending.keys():
-            # No version number to walk from: the current value is all history can tell.
-            if (written := _written_at(current[name])) is not None and written < as_of:
-                found[name] = current[name]["value"]
+        wanted = list(dict.fromkeys(requests))
+        result: dict[tuple[Urn, datetime], Schema | None] = dict.fromkeys(wanted)
+        asks = [
+            (key, as_of)
+            for key in wanted
+            if (as_of := ax.datetime_to_ms(key[1])) > 0 and _entity_type(key[0]) is not None
+        ]
+        heads = self._read_versions(
+            (urn, name, 0) for (urn, _), _ in asks for name in ax.SCHEMA_ASPECTS
+        )
+        found: dict[tuple[Urn, datetime], dict[str, ax.JsonObject]] = {}
+        pending: dict[tuple[Urn, datetime], dict[str, int]] = {}
+        times: dict[tuple[Urn, datetime], int] = {}
+        older: set[tuple[Urn, datetime]] = set()
+        """Keys whose answer is not simply the current value of every schema aspect."""
+        for key, as_of in asks:
+            current = {
+                n: heads[(key[0], n, 0)] for n in ax.SCHEMA_ASPECTS if heads.get((key[0], n, 0))
+            }
+            if "schemaMetadata" not in current:
+                continue
+            found[key], times[key] = {}, as_of
+            for name, version in current.items():
+                assert version is not None
+                written, value, newest = version
+                if newest is not None:
+                    pending.setdefault(key, {})[name] = newest
+                elif written is not None and written < as_of and value is not None:
+                    # No version number to walk from: the current value is all history can tell.
+                    found[key][name] = value
+                else:
+                    older.add(key)
         for _ in range(MAX_HISTORY_PROBES):
             if not pending:
                 break
-            got = self._versions(urn, entity_type, pending)
-            following: dict[str, int] = {}
-            for name, version in pending.items():
-                envelope = got.get(name)
-                written = _written_at(envelope) if envelope else None
-                if envelope is not None and written is not None and written < as_of:
-                    found[name] = envelope["value"]
-                elif version > 1:
-                    following[name] = version - 1
+            got = self._read_versions(
+                (key[0], name, v)
+                for key, versions in pending.items()
+                for name, v in versions.items()
+            )
+            following: dict[tuple[Urn, datetime], dict[str, int]] = {}
+            for key, versions in pending.items():
+                for name, v in versions.items():
+                    written, value, _newest = got.get((key[0], name, v)) or (None, None, None)
+                    if value is not None and written is not None and written < times[key]:
+                        found[key][name] = value
+                    else:
+                        older.add(key)  # an earlier version, or none, was in force then
+                        if v > 1:
+                            following.setdefault(key, {})[name] = v - 1
             pending = following
-        return ax.schema_from_aspects(found) if "schemaMetadata" in found else None
+        for key, aspects in found.items():
+            node = self._nodes.get(key[0])
+            if key not in older and node is not None:
+                # Every schema aspect's newest version was in force then: the current schema,
+                # already translated for the walk, is the answer.
+                result[key] = node.schema
+            elif "schemaMetadata" in aspects:
+                result[key] = ax.schema_from_aspects(aspects)
+        return result
 
     def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
         """Make DataHub hold ``writes``; return those that changed something.
@@ -462,22 +547,32 @@ class DataHubCatalog:
         wanted = list(dict.fromkeys(urns))
         todo = [u for u in wanted if refresh or u not in self._cache]
         if todo:
+            if refresh:
+                self._nodes.clear()  # a node may translate a refreshed bundle (a model's run)
             self._cache.update(self._fetch(todo))
         return {u: self._cache[u] for u in wanted}
 
     def _fetch(self, urns: Sequence[Urn]) -> dict[Urn, _Bundle]:
-        """Read ``urns`` in batches, concurrently: GraphQL for most, OpenAPI for the rest."""
+        """Read ``urns`` in batches, concurrently: GraphQL for most, OpenAPI for the rest.
+
+        Each entity is translated as soon as its last batch is in, while the other batches
+        are still on the wire: the translation overlaps the waiting instead of following it.
+        (Models with training runs wait for :meth:`nodes`: they need the runs' aspects.)
+        """
         bundles = {urn: _Bundle() for urn in urns}
         graphql: list[Urn] = []
         openapi: dict[str, list[Urn]] = {}
+        parts: dict[Urn, int] = {}
         for urn in urns:
             entity_type = _entity_type(urn)
             if entity_type is None:
                 continue  # not an urn GMS could know: no aspects, exists=False
             if entity_type in q.RELATIONSHIP_TYPES:
                 graphql.append(urn)
+                parts[urn] = parts.get(urn, 0) + 1
             if entity_type not in q.GRAPHQL_TYPES and _openapi_aspects(entity_type):
                 openapi.setdefault(entity_type, []).append(urn)
+                parts[urn] = parts.get(urn, 0) + 1
         tasks: list[Callable[[], list[tuple[Urn, _Bundle]]]] = [
             _bind(self._graphql_batch, chunk) for chunk in _chunks(graphql, self._batch_size)
         ]
@@ -486,10 +581,17 @@ class DataHubCatalog:
             for entity_type, of_type in openapi.items()
             for chunk in _chunks(of_type, self._batch_size)
         ]
-        for partial in self._run(tasks):
+        for partial in self._completed(tasks):
             for urn, part in partial:
-                if urn in bundles:
-                    _merge(bundles[urn], part)
+                if urn not in bundles:
+                    continue
+                _merge(bundles[urn], part)
+                parts[urn] -= 1
+                aspects = bundles[urn].aspects
+                if parts[urn] == 0 and not ax.training_jobs(aspects):
+                    # A failure is reported by nodes(), if the entity is ever asked for.
+                    with suppress(CatalogError):
+                        self._nodes[urn] = _node(urn, aspects, {})
         return bundles
 
     def _graphql_batch(self, urns: Sequence[Urn]) -> list[tuple[Urn, _Bundle]]:
@@ -544,69 +646,125 @@ class DataHubCatalog:
                 result.append((urn, _Bundle(aspects=aspects)))
         return result
 
-    def _versions(
-        self, urn: Urn, entity_type: str, versions: Mapping[str, int]
-    ) -> dict[str, ax.JsonObject]:
-        """One version of each named aspect of ``urn``: its envelope (value, metadata)."""
-        item: dict[str, Any] = {"urn": urn}
-        for name, version in versions.items():
-            item[name] = {"headers": {"If-Version-Match": str(version)}}
-        found: dict[str, ax.JsonObject] = {}
-        for entity in self._client.batch_get(entity_type, [item], system_metadata=True):
-            if entity.get("urn") != urn:
+    def _read_versions(
+        self, wanted: Iterable[tuple[Urn, str, int]]
+    ) -> dict[tuple[Urn, str, int], _Version | None]:
+        """Some versions of some aspects, from this scan's cache or in batches."""
+        keys = list(dict.fromkeys(wanted))
+        # An item names each aspect of its urn once: two versions of one aspect (models
+        # trained at different times) go in separate batches, and responses stay by urn.
+        layers: list[dict[str, dict[Urn, dict[str, int]]]] = []
+        for urn, name, version in keys:
+            entity_type = _entity_type(urn)
+            if (urn, name, version) in self._versions or entity_type is None:
                 continue
-            for name in versions:
+            for layer in layers:
+                item = layer.setdefault(entity_type, {}).setdefault(urn, {})
+                if name not in item:
+                    item[name] = version
+                    break
+            else:
+                layers.append({entity_type: {urn: {name: version}}})
+        tasks = [
+            _bind(self._version_batch, entity_type, chunk)
+            for layer in layers
+            for entity_type, items in layer.items()
+            for chunk in _chunks(list(items.items()), max(HISTORY_BATCH, self._batch_size))
+        ]
+        for found in self._run(tasks):
+            self._versions.update(found)
+        return {key: self._versions.get(key) for key in keys}
+
+    def _version_batch(
+        self, entity_type: str, items: Sequence[tuple[Urn, dict[str, int]]]
+    ) -> dict[tuple[Urn, str, int], _Version | None]:
+        """One ``batchGet`` of given versions (``If-Version-Match``), with system metadata."""
+        body = [
+            {
+                "urn": urn,
+                **{n: {"headers": {"If-Version-Match": str(v)}} for n, v in versions.items()},
+            }
+            for urn, versions in items
+        ]
+        entities = {
+            e.get("urn"): e for e in self._client.batch_get(entity_type, body, system_metadata=True)
+        }
+        found: dict[tuple[Urn, str, int], _Version | None] = {}
+        for urn, versions in items:
+            entity = entities.get(urn) or {}
+            for name, version in versions.items():
                 envelope = entity.get(name)
-                if isinstance(envelope, dict) and isinstance(envelope.get("value"), dict):
-                    found[name] = envelope
+                if not isinstance(envelope, dict) or not isinstance(envelope.get("value"), dict):
+                    found[(urn, name, version)] = None
+                    continue
+                newest = _newest_row(envelope) if version == 0 else None
+                value = envelope["value"] if newest is None else None
+                found[(urn, name, version)] = (_written_at(envelope), value, newest)
         return found
 
     # --- lineage prefetch ----------------------------------------------------------------
 
-    def _prefetch(self, root: Urn, limits: WalkLimits) -> None:
-        """Load everything upstream of ``root`` into the cache in as few requests as it takes.
+    def _prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None:
+        """Load everything upstream of ``roots`` into the cache, a level per round.
 
-        Round by round: fetch the pending urns; scroll DataHub's lineage from those whose
-        edges lead somewhere not yet fetched; fetch what the scrolls found; the next round's
-        pending urns are the hops the index missed (edge targets still not fetched).
+        Each round fetches the level's urns not yet cached, in concurrent batches, so the
+        cost follows the unique entities, not models × paths. After :data:`DEEP_LEVELS`
+        narrow rounds in a row (at most :data:`SCROLL_ROOTS` urns to fetch), the frontier is
+        scrolled from instead: DataHub's lineage index names everything further up at once,
+        and the rounds after that find it cached. Caps as the walk's: ``max_hops`` levels,
+        ``max_nodes`` per root.
         """
         degrees = tuple(q.degrees_for(limits.max_hops))
+        budget = limits.max_nodes * max(1, len(roots))
         examined: set[Urn] = set()
-        pending = [root]
-        for _ in range(max(1, limits.max_hops)):
-            if not pending or len(examined) >= limits.max_nodes:
+        frontier = list(roots)
+        narrow = 0
+        for level in range(max(0, limits.max_hops) + 1):
+            missing = [u for u in frontier if u not in self._cache]
+            if missing:
+                narrow = narrow + 1 if len(missing) <= SCROLL_ROOTS else 0
+                found: list[Urn] = []
+                if narrow > DEEP_LEVELS:
+                    scrollable = [u for u in missing if _entity_type(u) not in _NO_SCROLL]
+                    found = self._scroll_all(scrollable, degrees, limits.max_nodes)
+                self._bundles([*missing, *found])
+            examined.update(frontier)
+            if level >= limits.max_hops or len(examined) >= budget:
                 break
-            if pending == [root] and root not in self._cache:
-                # The model almost always has lineage: scroll at once and fetch it together
-                # with what the scroll finds, one request earlier.
-                roots = [root] if _entity_type(root) not in _NO_SCROLL else []
-            else:
-                bundles = self._bundles(pending)
-                roots = [u for u in pending if self._worth_scrolling(u, bundles[u])]
-            found = self._scroll_all(roots, degrees, limits.max_nodes)
-            reached = list(dict.fromkeys([*pending, *found]))
-            self._bundles(reached)
-            examined.update(reached)
-            pending = list(
+            frontier = list(
                 dict.fromkeys(
                     edge.upstream
-                    for urn in reached
+                    for urn in frontier
                     for edge in self._cache[urn].edges(urn)
                     if edge.upstream not in examined
                 )
             )
-
-    def _worth_scrolling(self, urn: Urn, bundle: _Bundle) -> bool:
-        if _entity_type(urn) in _NO_SCROLL:
-            return False
-        return any(edge.upstream not in self._cache for edge in bundle.edges(urn))
+            if not frontier:
+                break
 
     def _scroll_all(self, roots: Sequence[Urn], degrees: tuple[str, ...], limit: int) -> list[Urn]:
         todo = [r for r in roots if (r, degrees) not in self._scrolled]
-        results = self._run([_bind(self._scroll, r, degrees, limit) for r in todo])
+        results = self._run([_bind(self._scroll_or_nothing, r, degrees, limit) for r in todo])
         for root, found in zip(todo, results, strict=True):
             self._scrolled[(root, degrees)] = found
         return [u for r in roots for u in self._scrolled[(r, degrees)]]
+
+    def _scroll_or_nothing(self, root: Urn, degrees: tuple[str, ...], limit: int) -> list[Urn]:
+        """:meth:`_scroll`, or nothing when GMS refuses it; the walk goes level by level then.
+
+        GMS answers a lineage over ``maxRelations`` (40,000 by default) with an error unless
+        partial results are enabled. The scroll only saves requests, so losing it loses
+        nothing but speed; an unreachable server still fails the scan.
+        """
+        try:
+            return self._scroll(root, degrees, limit)
+        except CatalogUnavailable:
+            raise
+        except CatalogError as exc:
+            log.warning(
+                "%s: no lineage scroll from %s (%s); walking level by level", self.label, root, exc
+            )
+            return []
 
     def _scroll(self, root: Urn, degrees: tuple[str, ...], limit: int) -> list[Urn]:
         """Everything DataHub's lineage index has upstream of ``root``, page by page."""
@@ -657,6 +815,8 @@ class DataHubCatalog:
             # Whatever happened, what DataHub holds for these urns is no longer what we read.
             for urn, _ in pending:
                 self._cache.pop(urn, None)
+            self._nodes.clear()
+            self._versions.clear()
 
     # --- plumbing ------------------------------------------------------------------------
 
@@ -669,6 +829,23 @@ class DataHubCatalog:
                 max_workers=self._max_workers, thread_name_prefix="mlcopilot-datahub"
             )
         return list(self._executor.map(lambda task: task(), tasks))
+
+    def _completed(self, tasks: Sequence[Callable[[], _R]]) -> Iterator[_R]:
+        """Run ``tasks`` like :meth:`_run`; yield each result as soon as it is in."""
+        if len(tasks) <= 1 or self._max_workers == 1:
+            yield from (task() for task in tasks)
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=self._max_workers, thread_name_prefix="mlcopilot-datahub"
+            )
+        futures = [self._executor.submit(task) for task in tasks]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()  # after a failure, what has not started need not
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -683,8 +860,13 @@ def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
         yield items[start : start + size]
 
 
+@lru_cache(maxsize=1 << 18)
 def _entity_type(urn: Urn) -> str | None:
-    """The urn's entity type segment, or None for a string GMS could not parse as an urn."""
+    """The urn's entity type segment, or None for a string GMS could not parse as an urn.
+
+    Remembered: a scan asks it of every urn several times (fetch, walk, history), and the
+    SDK's parse is the costliest part of it.
+    """
     try:
         return str(SdkUrn.from_string(urn).entity_type)
     except (InvalidUrnError, ValueError):

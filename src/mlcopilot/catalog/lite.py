@@ -3,6 +3,11 @@
 Lite stores every aspect with its version history but keeps no lineage index, so the edges
 come from the aspects themselves (:mod:`mlcopilot.catalog.aspects`); the reverse hops (feature
 table → feature, job → produced dataset) come from an index built once per catalog instance.
+
+Each entity is read and translated once per instance, in chunks (so a level of a huge walk
+never holds all its raw JSON at once), and kept as a node and its edges: models of an estate
+share most of their upstream. What is kept is dropped when this instance writes, and when
+SQLite's ``data_version`` says another connection has changed the file since.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +54,11 @@ class LiteCatalog:
         self._writable = False
         self._reindex = False
         self._reverse: dict[Urn, list[Edge]] | None = None
+        self._nodes: dict[Urn, Node] = {}
+        self._edges: dict[Urn, list[Edge]] = {}
+        """Each read entity's own upstream edges (declared by its aspects)."""
+        self._read_at: tuple[int, int] | None = None
+        """(connection, ``data_version``) the kept nodes and edges were read at."""
 
     @property
     def label(self) -> str:
@@ -71,18 +81,25 @@ class LiteCatalog:
 
     def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
         """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""
-        found = self._aspects(urns)
-        jobs = {job for aspects in found.values() for job in ax.training_jobs(aspects)}
-        related = self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
-        return {urn: ax.node_from_aspects(urn, found.get(urn, {}), related=related) for urn in urns}
+        self._check_current()
+        todo = [u for u in dict.fromkeys(urns) if u not in self._nodes]
+        for start in range(0, len(todo), _BATCH):
+            self._translate(todo[start : start + _BATCH])
+        return {urn: self._nodes[urn] for urn in urns}
 
     def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
         """Every edge one hop upstream of each urn: declared by its aspects or by others'."""
-        found = self._aspects(urns, sorted(ax.EDGE_ASPECTS))
+        self._check_current()
+        unique = list(dict.fromkeys(urns))
+        unread = [u for u in unique if u not in self._edges]
+        if unread:
+            found = self._aspects(unread, sorted(ax.EDGE_ASPECTS))
+            for urn in unread:
+                self._edges[urn] = ax.edges_from_aspects(urn, found.get(urn, {}))
         reverse = self._reverse_index()
         edges: dict[Edge, None] = {}
-        for urn in dict.fromkeys(urns):
-            edges.update(dict.fromkeys(ax.edges_from_aspects(urn, found.get(urn, {}))))
+        for urn in unique:
+            edges.update(dict.fromkeys(self._edges[urn]))
             edges.update(dict.fromkeys(reverse.get(urn, [])))
         return list(edges)
 
@@ -104,6 +121,81 @@ class LiteCatalog:
         if not found:
             return None
         return ax.schema_from_aspects({k: v for k, v in found.items() if isinstance(v, dict)})
+
+    def schemas_at(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], Schema | None]:
+        """The schema of each urn as of its time (:meth:`schemas_as_of` per distinct time)."""
+        by_time: dict[datetime, list[Urn]] = {}
+        for urn, when in dict.fromkeys(requests):
+            by_time.setdefault(when, []).append(urn)
+        found: dict[tuple[Urn, datetime], Schema | None] = {}
+        for when, urns in by_time.items():
+            found.update(((u, when), s) for u, s in self.schemas_as_of(urns, when).items())
+        return found
+
+    def schemas_as_of(self, urns: Sequence[Urn], when: datetime) -> dict[Urn, Schema | None]:
+        """:meth:`schema_as_of` of each urn, a chunk of urns per query.
+
+        The same rule as Lite's own ``get(as_of=...)`` (which reads one urn per query): per
+        aspect, the newest version row written before ``when``. When those are the latest
+        versions of every schema aspect the urn has (the usual case: the schema has not
+        changed since), the schema is the current one, and a node already read gives it
+        without reading and translating the JSON again.
+        """
+        unique = list(dict.fromkeys(urns))
+        result: dict[Urn, Schema | None] = dict.fromkeys(unique)
+        as_of = ax.datetime_to_ms(when)
+        if as_of <= 0:
+            return result
+        self._check_current()  # the nodes kept must be what the file holds now
+        names = list(ax.SCHEMA_ASPECTS)
+        for start in range(0, len(unique), _BATCH):
+            chunk = unique[start : start + _BATCH]
+            where = (
+                f"urn IN ({','.join('?' * len(chunk))}) "
+                f"AND aspect_name IN ({','.join('?' * len(names))}) AND version > 0"
+            )
+            query = (
+                "SELECT urn, MIN(CASE WHEN chosen = latest THEN 1 ELSE 0 END), COUNT(chosen) "
+                "FROM (SELECT urn, aspect_name, MAX(version) AS latest, "
+                "MAX(CASE WHEN createdon < ? THEN version END) AS chosen "
+                f"FROM metadata_aspect_v2 WHERE {where} GROUP BY urn, aspect_name) "
+                "GROUP BY urn"
+            )
+            unchanged: set[Urn] = set()
+            with self._errors():
+                rows = self._handle().sqlite_client.execute(query, [as_of, *chunk, *names])
+                for urn, current, found in rows:
+                    if found and current and urn in self._nodes:
+                        unchanged.add(urn)
+            for urn in unchanged:
+                result[urn] = self._nodes[urn].schema
+            result.update(self._schemas_before([u for u in chunk if u not in unchanged], as_of))
+        return result
+
+    def _schemas_before(self, urns: Sequence[Urn], as_of: int) -> dict[Urn, Schema | None]:
+        if not urns:
+            return {}
+        names = list(ax.SCHEMA_ASPECTS)
+        query = (
+            "SELECT urn, aspect_name, metadata FROM ("
+            "SELECT urn, aspect_name, metadata, ROW_NUMBER() OVER "
+            "(PARTITION BY urn, aspect_name ORDER BY version DESC) AS rank_in_aspect "
+            f"FROM metadata_aspect_v2 WHERE urn IN ({','.join('?' * len(urns))}) "
+            f"AND aspect_name IN ({','.join('?' * len(names))}) "
+            "AND version > 0 AND createdon < ?"
+            ") ranked WHERE rank_in_aspect = 1"
+        )
+        found: _Aspects = {}
+        with self._errors():
+            for urn, name, metadata in self._handle().sqlite_client.execute(
+                query, [*urns, *names, as_of]
+            ):
+                value = json.loads(metadata)
+                if isinstance(value, dict):
+                    found.setdefault(urn, {})[name] = value
+        return {urn: ax.schema_from_aspects(aspects) for urn, aspects in found.items()}
 
     def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
         """Make the catalog hold ``writes``; return those that changed something.
@@ -168,15 +260,44 @@ class LiteCatalog:
 
     def _write(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> int:
         lite = self._handle(writable=True)
-        self._reverse = None
+        self._forget()
         with self._errors():
             before = self._count_versions()
             for mcp in mcps:
                 lite.write(mcp)
             return self._count_versions() - before
 
+    def _translate(self, urns: Sequence[Urn]) -> None:
+        """Read and translate ``urns``; only their nodes and edges are kept, not the JSON."""
+        found = self._aspects(urns)
+        jobs = {job for aspects in found.values() for job in ax.training_jobs(aspects)}
+        related: Mapping[Urn, ax.Aspects] = (
+            self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
+        )
+        for urn in urns:
+            aspects = found.get(urn, {})
+            self._nodes[urn] = ax.node_from_aspects(urn, aspects, related=related)
+            self._edges[urn] = ax.edges_from_aspects(urn, aspects)
+
+    def _check_current(self) -> None:
+        """Forget what was read if another connection has written to the file since."""
+        client = self._handle().sqlite_client
+        with self._errors():
+            (version,) = client.execute("PRAGMA data_version").fetchone()
+        read_at = (id(client), int(version))
+        if read_at != self._read_at:
+            self._forget()
+            self._read_at = read_at
+
+    def _forget(self) -> None:
+        self._reverse = None
+        self._nodes = {}
+        self._edges = {}
+        self._read_at = None
+
     def _release(self, *, reindex: bool) -> None:
         lite, self._lite = self._lite, None
+        self._read_at = None
         if lite is None:
             return
         with self._errors():

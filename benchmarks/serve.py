@@ -1,0 +1,181 @@
+"""Serve one benchmark catalog through the DataHub stand-in, in a process of its own.
+
+The stand-in runs apart from the product being measured, so the two do not share a GIL or
+a heap: the product's wall time, CPU time and peak RSS are its own, and the stand-in's
+handler time (which it measures per request) is reported next to them, never mixed in.
+
+``python -m benchmarks.serve LITE_FILE --latency 0.02`` prints one JSON line,
+``{"url": ..., "control": ...}``, then serves until stdin closes. The control server answers
+``GET /stats`` (requests since the last clear: count, bytes, handler and injected seconds, by
+operation; ``?before=EPOCH_SECONDS`` for those done by then) and ``POST /clear``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from tests.standin import RecordedRequest, StandIn
+from tests.standin.faults import Recorder
+
+
+@dataclass
+class StampedRecorder(Recorder):
+    """The stand-in's recorder, plus when each request was recorded (its handler done).
+
+    The measuring process asks for the requests up to a moment of its own (``/stats?before=``)
+    and so splits them by phase without asking the server anything during the timed span.
+    """
+
+    stamps: list[float] = field(default_factory=list)
+
+    def add(self, request: RecordedRequest) -> None:
+        """Record ``request`` and the moment."""
+        with self._lock:
+            self.requests.append(request)
+            self.stamps.append(time.time())
+
+    def clear(self) -> None:
+        """Forget every request."""
+        with self._lock:
+            self.requests.clear()
+            self.stamps.clear()
+
+    def before(self, moment: float) -> tuple[list[RecordedRequest], list[float]]:
+        """The requests recorded at or before ``moment`` (``time.time()``), and when."""
+        with self._lock:
+            pairs = [(r, t) for r, t in zip(self.requests, self.stamps, strict=True) if t <= moment]
+        return [r for r, _ in pairs], [t for _, t in pairs]
+
+
+def operation(request: RecordedRequest) -> str:
+    """The GraphQL operation, else the method and the path with any urn segment as ``*``."""
+    if request.operation:
+        return request.operation
+    segments = ["*" if "%3A" in s or s.startswith("urn:") else s for s in request.path.split("/")]
+    return f"{request.method} {'/'.join(segments)}"
+
+
+def busy(requests: list[RecordedRequest], ends: list[float]) -> float:
+    """Wall-clock seconds during which at least one handler was working.
+
+    Requests overlap (a client keeps several in flight), so the sum of handler times can
+    exceed the wall time; the union of their intervals cannot. A handler's work is taken as
+    the ``duration_s`` before it recorded the request (its injected delay comes earlier,
+    while it had parsed the request but not yet answered).
+    """
+    spans = sorted((end - r.duration_s, end) for r, end in zip(requests, ends, strict=True))
+    total, reach = 0.0, float("-inf")
+    for start, end in spans:
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total
+
+
+def summarize(requests: list[RecordedRequest], ends: list[float] | None = None) -> dict[str, Any]:
+    """What the benchmark reports about a list of recorded requests (and when they ended)."""
+    by_operation: Counter[str] = Counter()
+    for request in requests:
+        by_operation[operation(request)] += 1
+    return {
+        "requests": len(requests),
+        "request_bytes": sum(r.body_bytes for r in requests),
+        "response_bytes": sum(r.response_bytes for r in requests),
+        "handler_s": sum(r.duration_s for r in requests),
+        "handler_busy_s": busy(requests, ends) if ends is not None else None,
+        "injected_s": sum(r.injected_delay_s for r in requests),
+        "errors": sum(1 for r in requests if r.status >= 400),
+        "by_operation": dict(sorted(by_operation.items())),
+    }
+
+
+class _Control(BaseHTTPRequestHandler):
+    server_under_test: StandIn
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        split = urlsplit(self.path)
+        if split.path != "/stats":
+            self._reply(404, {"error": self.path})
+            return
+        before = parse_qs(split.query).get("before")
+        recorder = self.server_under_test._recorder
+        assert isinstance(recorder, StampedRecorder)
+        self._reply(200, summarize(*recorder.before(float(before[0]) if before else math.inf)))
+
+    def do_POST(self) -> None:
+        if self.path != "/clear":
+            self._reply(404, {"error": self.path})
+            return
+        self.server_under_test.clear_requests()
+        self._reply(200, {"cleared": True})
+
+    def _reply(self, status: int, body: dict[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def serve(lite: Path, latency: float, partial_lineage: bool) -> None:
+    """Serve a copy of ``lite`` until stdin closes (writes never reach the cached catalog)."""
+    workdir = Path(tempfile.mkdtemp(prefix="mlcopilot-bench-serve-"))
+    try:
+        copy = workdir / "catalog.db"
+        shutil.copy(lite, copy)
+        server = StandIn.from_lite(copy)
+        server._recorder = StampedRecorder()
+        server.latency = latency
+        server.backend.partial_lineage = partial_lineage
+        with server:
+            handler = type("Control", (_Control,), {"server_under_test": server})
+            control = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            control.daemon_threads = True
+            threading.Thread(target=control.serve_forever, daemon=True).start()
+            host, port = control.server_address[:2]
+            print(json.dumps({"url": server.url, "control": f"http://{host!s}:{port}"}))
+            sys.stdout.flush()
+            sys.stdin.read()  # the parent closes our stdin to stop us
+            control.shutdown()
+        server.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``python -m benchmarks.serve LITE_FILE [--latency S]``."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("lite", type=Path)
+    parser.add_argument("--latency", type=float, default=0.02)
+    parser.add_argument(
+        "--partial-lineage",
+        action="store_true",
+        help="answer past GMS's relation cap with isPartial instead of an error",
+    )
+    args = parser.parse_args(argv)
+    serve(args.lite, args.latency, args.partial_lineage)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
