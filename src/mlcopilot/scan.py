@@ -180,7 +180,7 @@ def _scan(
     models = _models_to_scan(catalog, options.models)
     reports: list[ModelReport] = []
     baselines: list[Baseline] = []
-    evaluated: set[tuple[Urn, str, Urn]] = set()
+    evaluated = _Evaluated(frozenset(check.name for check in checks))
     if len(models) > 1 and isinstance(catalog, LineagePrefetch):
         catalog.prefetch(models, options.limits)
     lineages: list[Lineage] = []
@@ -192,10 +192,10 @@ def _scan(
     known = _baselines(catalog, store, lineages, options.now)
     for lineage in lineages:
         model_known, model_baselines = known[lineage.root]
-        report, model_evaluated = _scan_model(checks, lineage, model_known, options.now)
+        report, missed = _scan_model(checks, lineage, model_known, options.now)
         reports.append(report)
         baselines.extend(model_baselines)
-        evaluated |= model_evaluated
+        evaluated.add(lineage, missed)
     if progress is not None:
         progress(len(models), len(models), "")
 
@@ -209,7 +209,7 @@ def _scan(
         changes = reconcile(
             previous,
             findings,
-            evaluated=lambda m, c, e: (m, c, e) in evaluated,
+            evaluated=evaluated.covers,
             now=options.now,
         )
         after = _after(previous, changes)
@@ -312,13 +312,14 @@ def _scan_model(
     lineage: Lineage,
     known: Mapping[Urn, Baseline],
     now: datetime,
-) -> tuple[ModelReport, set[tuple[Urn, str, Urn]]]:
+) -> tuple[ModelReport, set[tuple[str, Urn]]]:
+    """The model's report, and the (check, node) pairs that were not evaluated."""
     model = lineage.nodes[lineage.root]
     usage = column_usage(lineage)
     findings: list[Finding] = []
     unknown: dict[Urn, list[str]] = {}
     errors: list[str] = []
-    evaluated: set[tuple[Urn, str, Urn]] = set()
+    missed: set[tuple[str, Urn]] = set()
     for urn, node in lineage.nodes.items():
         if urn == lineage.root:
             continue
@@ -335,12 +336,12 @@ def _scan_model(
                 outcome = check.run(node, ctx)
             except Exception as exc:  # a crashing check must not stop the walk; it is reported
                 errors.append(f"check {check.name} crashed on {urn}: {type(exc).__name__}: {exc}")
+                missed.add((check.name, urn))
                 continue
             findings.extend(outcome.findings)
             if outcome.unknown is not None:
                 unknown.setdefault(urn, []).append(f"{check.name}: {outcome.unknown}")
-            else:
-                evaluated.add((model.urn, check.name, urn))
+                missed.add((check.name, urn))
     report = ModelReport(
         urn=model.urn,
         lineage=lineage,
@@ -348,7 +349,37 @@ def _scan_model(
         unknown={u: tuple(r) for u, r in unknown.items()},
         errors=tuple(errors),
     )
-    return report, evaluated
+    return report, missed
+
+
+class _Evaluated:
+    """Which (model, check, entity) triples a scan evaluated, for reconciliation.
+
+    Every check runs on every upstream node of every model, so the triples are kept as each
+    model's nodes plus the few that were not evaluated (unknown or crashed), not as a set of
+    all of them (one per check, node and model: millions in a large estate).
+    """
+
+    def __init__(self, checks: frozenset[str]) -> None:
+        self._checks = checks
+        self._nodes: dict[Urn, Mapping[Urn, Node]] = {}
+        self._missed: dict[Urn, set[tuple[str, Urn]]] = {}
+
+    def add(self, lineage: Lineage, missed: set[tuple[str, Urn]]) -> None:
+        """Record one model's walk and what was not evaluated in it."""
+        self._nodes[lineage.root] = lineage.nodes
+        self._missed[lineage.root] = missed
+
+    def covers(self, model: Urn, check: str, entity: Urn) -> bool:
+        """True when ``check`` was evaluated at ``entity`` for ``model``."""
+        nodes = self._nodes.get(model)
+        return (
+            nodes is not None
+            and entity != model
+            and entity in nodes
+            and check in self._checks
+            and (check, entity) not in self._missed[model]
+        )
 
 
 def _baselines(

@@ -143,7 +143,7 @@ _PLAIN_FIELDS: dict[tuple[str, str, str, int], SchemaField] = {}
 the tables of a catalog (``id``, ``created_at``...), so each is one object, shared."""
 _PLAIN_FIELDS_MAX = 1 << 16
 _UPSTREAM_FIELDS: dict[str, tuple[str, str] | None] = {}
-_UPSTREAM_FIELDS_MAX = 1 << 17
+_UPSTREAM_FIELDS_MAX = 1 << 15
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -406,7 +406,8 @@ def _targets(aspects: Aspects, specs: Iterable[_EdgeSpec]) -> Iterator[tuple[Edg
         for item in _get(aspects, aspect, field) or []:
             target = item.get(key) if key is not None and isinstance(item, Mapping) else item
             if isinstance(target, str) and target:
-                yield kind, target
+                # An urn many entities point at is one string, not one per aspect read.
+                yield kind, sys.intern(target)
 
 
 def _name(urn: Urn, aspects: Aspects) -> str:
