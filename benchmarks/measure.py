@@ -176,16 +176,19 @@ def _first_scan(spec: dict[str, Any], home: Path, store: Any, limits: WalkLimits
 def measure_scan(spec: dict[str, Any]) -> dict[str, Any]:
     """Scan through one product backend; see the module docstring for what is timed.
 
-    With ``"second": true`` a first, stored scan runs untimed, then a fresh catalog (a new
-    run's empty cache) is timed: the cost of every scan after the first.
+    With ``"state"`` naming a state database, that store is used: with ``"first": true`` a
+    stored scan runs (untimed) and nothing else; a later measurement with the same state is
+    then the cost of every scan after the first, in a fresh process (its own peak RSS).
     """
     home = Path(tempfile.mkdtemp(prefix="mlcopilot-bench-home-"))
     os.environ["HOME"] = str(home)  # the SDK writes ~/.datahub; keep it out of the real home
     control = spec.get("control")
     limits = WalkLimits(max_hops=spec["max_hops"], max_nodes=spec["max_nodes"])
-    store = open_store(f"sqlite:///{home / 'state.db'}")
-    if spec.get("second"):
+    store = open_store(f"sqlite:///{spec.get('state') or home / 'state.db'}")
+    if spec.get("first"):
         _first_scan(spec, home, store, limits)
+        store.close()
+        return {"first": True}
     reads = _Reads()
     catalog = _catalog(spec, home)
     checks = load_checks()
