@@ -95,9 +95,10 @@ def _profiled(path: str | None) -> Iterator[None]:
             yield
         finally:
             sampler.stop()
-            Path(path).write_text(
-                sampler.output_text(unicode=True, color=False, show_all=False), encoding="utf-8"
-            )
+            text = sampler.output_text(unicode=True, color=False, show_all=False)
+            # Paths relative to the repository, so a profile reads the same on any machine.
+            text = text.replace(f"{Path(__file__).resolve().parent.parent}/", "")
+            Path(path).write_text(text, encoding="utf-8")
         return
     profile = cProfile.Profile()
     profile.enable()

@@ -56,14 +56,14 @@ def sdk_name(urn: str) -> str:
 pieces = st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("".join)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(pieces)
 def test_schema_field_urns_parse_as_the_sdk_parses_them(body: str) -> None:
     for urn in (f"urn:li:schemaField:{body}", f"urn:li:schemaField:({body})"):
         assert ax._schema_field(urn) == sdk_schema_field(urn), urn
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(pieces, min_size=1, max_size=4))
 def test_dataset_names_are_the_sdks(parts: list[str]) -> None:
     urn = "urn:li:dataset:(" + ",".join(parts) + ")"

@@ -433,8 +433,7 @@ class DataHubCatalog:
         wanted, self.skipped_writes = self._gate_documents(writes)
         needs = [ax.write_target(w) for w in wanted]
         needs += [urn for w in wanted for urn in ax.write_prerequisites(w)]
-        bundles = self._bundles(needs, refresh=True)
-        state = {urn: dict(bundle.aspects) for urn, bundle in bundles.items()}
+        state = self._write_state(needs)
         pending: dict[tuple[Urn, str], ax.JsonObject] = {}
         changed: list[Write] = []
         for write in wanted:
@@ -552,6 +551,29 @@ class DataHubCatalog:
             self._cache.update(self._fetch(todo))
         return {u: self._cache[u] for u in wanted}
 
+    def _write_state(self, urns: Iterable[Urn]) -> dict[Urn, dict[str, ax.JsonObject]]:
+        """What the write-back compares with, read fresh: only those aspects, in batches.
+
+        OpenAPI ``batchGet`` of :data:`WRITE_ASPECTS` for every type: a write-back touches
+        thousands of entities (one incident and one document per finding, a tag per risky
+        entity), and their lineage, operations and relationships are not compared.
+        """
+        by_type: dict[str, list[Urn]] = {}
+        for urn in dict.fromkeys(urns):
+            entity_type = _entity_type(urn)
+            if entity_type is not None and _write_aspects(entity_type):
+                by_type.setdefault(entity_type, []).append(urn)
+        tasks = [
+            _bind(self._openapi_batch, entity_type, chunk, _write_aspects(entity_type))
+            for entity_type, of_type in by_type.items()
+            for chunk in _chunks(of_type, max(HISTORY_BATCH, self._batch_size))
+        ]
+        state: dict[Urn, dict[str, ax.JsonObject]] = {}
+        for partial in self._run(tasks):
+            for urn, bundle in partial:
+                state.setdefault(urn, {}).update(bundle.aspects)
+        return state
+
     def _fetch(self, urns: Sequence[Urn]) -> dict[Urn, _Bundle]:
         """Read ``urns`` in batches, concurrently: GraphQL for most, OpenAPI for the rest.
 
@@ -629,8 +651,10 @@ class DataHubCatalog:
             page = entity.get("relationships") if isinstance(entity, Mapping) else None
         return holders
 
-    def _openapi_batch(self, entity_type: str, urns: Sequence[Urn]) -> list[tuple[Urn, _Bundle]]:
-        names = _openapi_aspects(entity_type)
+    def _openapi_batch(
+        self, entity_type: str, urns: Sequence[Urn], names: Sequence[str] | None = None
+    ) -> list[tuple[Urn, _Bundle]]:
+        names = _openapi_aspects(entity_type) if names is None else names
         items = [{"urn": urn, **{name: {} for name in names}} for urn in urns]
         result: list[tuple[Urn, _Bundle]] = []
         for entity in self._client.batch_get(entity_type, items):
@@ -871,6 +895,23 @@ def _entity_type(urn: Urn) -> str | None:
         return str(SdkUrn.from_string(urn).entity_type)
     except (InvalidUrnError, ValueError):
         return None
+
+
+WRITE_ASPECTS: tuple[str, ...] = (
+    "globalTags",
+    "structuredProperties",
+    "incidentInfo",
+    "documentInfo",
+    "tagProperties",
+    "propertyDefinition",
+)
+"""The aspects the write-back compares its intents with (``aspects.write_updates``)."""
+
+
+def _write_aspects(entity_type: str) -> list[str]:
+    """The aspects of :data:`WRITE_ASPECTS` that ``entity_type`` has (none if unknown)."""
+    names = set(ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type) or ())
+    return [name for name in WRITE_ASPECTS if name in names]
 
 
 def _openapi_aspects(entity_type: str) -> list[str]:
