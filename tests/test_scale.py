@@ -31,6 +31,7 @@ from mlcopilot.scan import ScanOptions, scan
 from mlcopilot.store import open_store
 from tests.builders import T0, dataset, dataset_urn, feature_urn, ml_feature, ml_model, model_urn
 from tests.catalog.datahub_backend import needs_standin, start_standin
+from tests.catalog.mcp_backend import mcp_catalog_for
 from tests.conftest import DEMO_DATA
 from tests.standin import StandIn
 
@@ -209,6 +210,38 @@ def test_an_estate_scan_reads_history_once_per_dataset(tmp_path: Path) -> None:
     # Two rounds (current version, then the one before training) for every dataset of every
     # model at once: not two requests per dataset per model.
     assert len(versions) == 2
+
+
+@needs_standin
+def test_an_estate_scan_through_mcp_costs_about_what_datahub_costs(tmp_path: Path) -> None:
+    """``get_lineage`` takes one urn, ``get_aspect_history`` probes each: neither is per model."""
+    mcps = generated(Shape.estate(12, 150, seed=5))
+    lite = LiteCatalog(tmp_path / "lite.db", create=True)
+    lite.ingest(mcps)
+    checks = load_checks()
+    options = ScanOptions(now=T0 + timedelta(days=3650), dry_run=True)
+    expected = scan(lite, open_store(f"sqlite:///{tmp_path / 'lite-state.db'}"), checks, options)
+    lite.close()
+    requests: dict[str, list[Any]] = {}
+    with start_standin(mcps, tmp_path / "standin") as server:
+        catalogs: dict[str, Any] = {
+            "datahub": DataHubCatalog(server.url, timeout=10.0, retries=1),
+            "mcp": mcp_catalog_for(server),
+        }
+        catalogs["mcp"].session.start()  # the server's own start-up requests are not the scan's
+        for name, catalog in catalogs.items():
+            server.clear_requests()
+            store = open_store(f"sqlite:///{tmp_path / f'{name}-state.db'}")
+            got = scan(catalog, store, checks, options)
+            requests[name] = list(server.requests)
+            catalog.close()
+            assert [f.id for f in got.findings] == [f.id for f in expected.findings], name
+            assert got.writes == expected.writes, name
+    assert len(requests["mcp"]) <= 3 * len(requests["datahub"])
+    lineage_calls = [r for r in requests["mcp"] if r.operation == "GetEntityLineage"]
+    assert len(lineage_calls) < 12  # not one per model
+    probes = [r for r in requests["mcp"] if r.path.startswith("/aspects/")]
+    assert not probes  # no exists() probe per dataset for its training-time schema
 
 
 # --- batched training-time schemas ------------------------------------------------------------
