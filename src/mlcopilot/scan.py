@@ -204,8 +204,11 @@ def _scan(
     if not options.dry_run:
         acks = read_back(store, delivery.ack_sources, models, now=options.now)
     sinks = tuple(s.name for s in delivery.sinks)
+    scanned = set(models)
     for attempt in range(1, _CONFLICT_RETRIES + 1):
-        previous = [i for i in store.incidents(include_resolved=True) if i.model in set(models)]
+        # One read of the store serves both: a second copy of every incident is not needed.
+        stored = store.incidents(include_resolved=True)
+        previous = [i for i in stored if i.model in scanned]
         changes = reconcile(
             previous,
             findings,
@@ -213,7 +216,7 @@ def _scan(
             now=options.now,
         )
         after = _after(previous, changes)
-        everything = _after(store.incidents(include_resolved=True), changes)
+        everything = _after(stored, changes)
         plan = plan_writeback(after, models=models, everything=everything)
         request = NotifyRequest(policy=delivery.policy, sinks=sinks, writeback=encode_writes(plan))
         if options.dry_run:

@@ -90,13 +90,19 @@ def plan_writeback(
     open_kinds = {(i.entity, i.check) for i in everything if i.is_open}
     for entity, check in sorted({(i.entity, i.check) for i in incidents}):
         writes.append(TagWrite(entity, TAGS[check], present=(entity, check) in open_kinds))
+    # Grouped once: filtering every incident for each model is quadratic in an estate.
+    open_by_model: dict[Urn, list[Incident]] = {}
+    for incident in incidents:
+        if incident.is_open:
+            open_by_model.setdefault(incident.model, []).append(incident)
     for model in sorted(set(models)):
-        writes.append(PropertyWrite(model, OPEN_RISKS_PROPERTY, _open_risks(model, incidents)))
+        risks = _open_risks(open_by_model.get(model, []))
+        writes.append(PropertyWrite(model, OPEN_RISKS_PROPERTY, risks))
     return writes
 
 
-def _open_risks(model: Urn, incidents: Iterable[Incident]) -> tuple[str, ...]:
-    open_here = [i for i in incidents if i.model == model and i.is_open]
+def _open_risks(open_here: Sequence[Incident]) -> tuple[str, ...]:
+    """The open-risks values of one model, from its open incidents."""
     if not open_here:
         return ("none",)
     counts = Counter(i.check for i in open_here)

@@ -564,9 +564,10 @@ class DataHubCatalog:
     def _write_state(self, urns: Iterable[Urn]) -> dict[Urn, dict[str, ax.JsonObject]]:
         """What the write-back compares with, read fresh: only those aspects, in batches.
 
-        OpenAPI ``batchGet`` of :data:`WRITE_ASPECTS` for every type: a write-back touches
-        thousands of entities (one incident and one document per finding, a tag per risky
-        entity), and their lineage, operations and relationships are not compared.
+        OpenAPI ``batchGet`` of :data:`~mlcopilot.catalog.aspects.WRITE_ASPECTS` for every
+        type: a write-back touches thousands of entities (one incident and one document per
+        finding, a tag per risky entity), and their lineage, operations and relationships are
+        not compared.
         """
         by_type: dict[str, list[Urn]] = {}
         for urn in dict.fromkeys(urns):
@@ -910,21 +911,10 @@ def _entity_type(urn: Urn) -> str | None:
         return None
 
 
-WRITE_ASPECTS: tuple[str, ...] = (
-    "globalTags",
-    "structuredProperties",
-    "incidentInfo",
-    "documentInfo",
-    "tagProperties",
-    "propertyDefinition",
-)
-"""The aspects the write-back compares its intents with (``aspects.write_updates``)."""
-
-
 def _write_aspects(entity_type: str) -> list[str]:
-    """The aspects of :data:`WRITE_ASPECTS` that ``entity_type`` has (none if unknown)."""
+    """The aspects of :data:`~mlcopilot.catalog.aspects.WRITE_ASPECTS` ``entity_type`` has."""
     names = set(ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type) or ())
-    return [name for name in WRITE_ASPECTS if name in names]
+    return [name for name in ax.WRITE_ASPECTS if name in names]
 
 
 def _openapi_aspects(entity_type: str) -> list[str]:

@@ -205,7 +205,8 @@ class LiteCatalog:
         """
         needs = [ax.write_target(w) for w in writes]
         needs += [urn for w in writes for urn in ax.write_prerequisites(w)]
-        state = self._aspects(list(dict.fromkeys(needs)))
+        # Only what the comparison reads: the targets' schemas would double a large scan's memory.
+        state = self._aspects(list(dict.fromkeys(needs)), ax.WRITE_ASPECTS)
         pending: dict[tuple[Urn, str], ax.JsonObject] = {}
         changed: list[Write] = []
         for write in writes:

@@ -135,15 +135,6 @@ lineage results); truncation beyond it is paged through."""
 DOCUMENT_TYPE = "Analysis"
 """The ``save_document`` type of incident documents."""
 
-WRITE_ASPECTS = (
-    "globalTags",
-    "structuredProperties",
-    "incidentInfo",
-    "documentInfo",
-    "tagProperties",
-    "propertyDefinition",
-)
-"""The aspects :meth:`McpCatalog.apply` compares intents with."""
 _SDK_WRITTEN = frozenset({"incidentInfo", "tagProperties", "propertyDefinition"})
 _NO_LINEAGE = frozenset({"mlFeatureTable"})  # nothing upstream of a feature table is lineage
 _REFUSED = re.compile(r"'status': (401|403)\b")
@@ -614,7 +605,10 @@ class McpCatalog:
         return plan
 
     def _read_state(self, urns: Iterable[Urn]) -> _State:
-        """The :data:`WRITE_ASPECTS` of ``urns``, read fresh (OpenAPI ``batchGet`` per type)."""
+        """The :data:`~mlcopilot.catalog.aspects.WRITE_ASPECTS` of ``urns``, read fresh.
+
+        OpenAPI ``batchGet`` per entity type.
+        """
         state: _State = {}
         by_type: dict[str, list[Urn]] = {}
         for urn in dict.fromkeys(urns):
@@ -623,7 +617,7 @@ class McpCatalog:
             if entity_type is not None:
                 by_type.setdefault(entity_type, []).append(urn)
         for entity_type, of_type in by_type.items():
-            names = [n for n in WRITE_ASPECTS if n in _aspects_of(entity_type)]
+            names = [n for n in ax.WRITE_ASPECTS if n in _aspects_of(entity_type)]
             for chunk in _chunks(of_type, self._options.batch_size):
                 items = [{"urn": urn, **{name: {} for name in names}} for urn in chunk]
                 for entity in self._gms.batch_get(entity_type, items):

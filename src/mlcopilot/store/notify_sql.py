@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, and_, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.grouping import group_of
@@ -93,25 +93,36 @@ def plan(
         group = stored_open.get(key)
         if group is not None and group.generation == generation:
             touched[(key, generation)] = (group.check, group.entity)
-    for (key, generation), (check, entity) in sorted(touched.items()):
-        group = stored_open.get(key)
-        stored = group if group is not None and group.generation == generation else None
-        members, acknowledged_by = _members(conn, key, generation, changes, result.assignments)
-        decision = decide(
-            stored,
-            members,
-            _pending(conn, key, generation),
-            key=key,
-            check=check,
-            entity=entity,
-            next_generation=generation,
-            acknowledged_by=acknowledged_by,
-            sinks=request.sinks,
-            policy=request.policy,
-            now=now,
-        )
-        if decision is not None:
-            result.decisions.append(decision)
+    index = _ChangeIndex.of(changes, result.assignments)
+    groups = sorted(touched)
+    # Read per batch of groups, not per group (a scan touches thousands), nor all at once (a
+    # group's stored members are only needed while it is decided).
+    for start in range(0, len(groups), _GROUPS_PER_QUERY):
+        batch = groups[start : start + _GROUPS_PER_QUERY]
+        stored_members = _stored_members(conn, batch)
+        pending = _pending(conn, batch)
+        for key, generation in batch:
+            check, entity = touched[(key, generation)]
+            group = stored_open.get(key)
+            stored = group if group is not None and group.generation == generation else None
+            members, acknowledged_by = _members(
+                stored_members.get((key, generation), {}), key, generation, index
+            )
+            decision = decide(
+                stored,
+                members,
+                pending.get((key, generation), []),
+                key=key,
+                check=check,
+                entity=entity,
+                next_generation=generation,
+                acknowledged_by=acknowledged_by,
+                sinks=request.sinks,
+                policy=request.policy,
+                now=now,
+            )
+            if decision is not None:
+                result.decisions.append(decision)
     return result
 
 
@@ -188,38 +199,94 @@ def _stored_groups_of(
     return found
 
 
-def _members(
-    conn: Connection,
-    key: str,
-    generation: int,
-    changes: IncidentChanges,
-    assignments: Mapping[tuple[str, int], tuple[str, int]],
-) -> tuple[list[Member], str | None]:
-    """The group's members once ``changes`` apply, and who acknowledged an open one."""
+@dataclass(frozen=True, slots=True)
+class _ChangeIndex:
+    """A scan's incident changes indexed once, so each group finds its own in constant time.
+
+    Looping over every change for every group is quadratic in findings (tens of thousands
+    of groups in an estate). Each list keeps the order of ``changes``.
+    """
+
+    updated: dict[str, list[Incident]]
+    """Incident id -> its updated generations."""
+    resolved: dict[str, list[Incident]]
+    """Incident id -> its resolved generations."""
+    opened: dict[tuple[str, int], list[Incident]]
+    """(group key, group generation) -> the opened incidents assigned to it."""
+
+    @classmethod
+    def of(
+        cls,
+        changes: IncidentChanges,
+        assignments: Mapping[tuple[str, int], tuple[str, int]],
+    ) -> _ChangeIndex:
+        """Index ``changes``; ``assignments`` places each opened incident in its group."""
+        updated: dict[str, list[Incident]] = {}
+        for inc in changes.updated:
+            updated.setdefault(inc.id, []).append(inc)
+        resolved: dict[str, list[Incident]] = {}
+        for inc in changes.resolved:
+            resolved.setdefault(inc.id, []).append(inc)
+        opened: dict[tuple[str, int], list[Incident]] = {}
+        for inc in changes.opened:
+            group = assignments.get((inc.id, inc.generation))
+            if group is not None:
+                opened.setdefault(group, []).append(inc)
+        return cls(updated, resolved, opened)
+
+
+_GROUPS_PER_QUERY = 400
+"""(key, generation) pairs per read: two parameters each, under SQLite's limit."""
+
+
+def _stored_members(
+    conn: Connection, groups: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], dict[str, Mapping[str, Any]]]:
+    """The stored latest generation of each incident of each group, by incident id.
+
+    Within a group, incidents are in id order, as a query of that group alone gives them.
+    """
     i = t.incidents
     query = (
         select(i)
-        .where(i.c.group_key == key, i.c.group_generation == generation)
+        .where(tuple_(i.c.group_key, i.c.group_generation).in_(groups))
         .order_by(i.c.id, i.c.generation)
     )
-    latest: dict[str, Mapping[str, Any]] = {}
-    for stored_row in conn.execute(query):
-        latest[stored_row.id] = dict(stored_row._mapping)
+    found: dict[tuple[str, int], dict[str, Mapping[str, Any]]] = {}
+    for row in conn.execute(query):
+        group = (row.group_key, int(row.group_generation))
+        found.setdefault(group, {})[row.id] = dict(row._mapping)
+    return found
+
+
+def _members(
+    latest: Mapping[str, Mapping[str, Any]],
+    key: str,
+    generation: int,
+    changes: _ChangeIndex,
+) -> tuple[list[Member], str | None]:
+    """The group's members once ``changes`` apply, and who acknowledged an open one.
+
+    ``latest``: the group's stored incidents (:func:`_stored_members`).
+    """
     by_id: dict[str, Incident] = {}
     for incident_id, mapping in latest.items():
         by_id[incident_id] = _incident(mapping)
-    for inc in changes.updated:
-        stored = by_id.get(inc.id)
-        if stored is not None and stored.generation == inc.generation:
-            # The stored state wins: an acknowledgement made while the scan ran is kept.
-            by_id[inc.id] = _with_state(inc, stored)
-    for inc in changes.resolved:
-        stored = by_id.get(inc.id)
-        if stored is not None and stored.generation == inc.generation:
-            by_id[inc.id] = inc
-    for inc in changes.opened:
-        if assignments.get((inc.id, inc.generation)) == (key, generation):
-            by_id[inc.id] = inc
+    # Only stored members can be updated or resolved; a change touches its own id alone, so
+    # visiting the stored ids applies the same changes as visiting every change.
+    stored_ids = list(by_id)
+    for incident_id in stored_ids:
+        for inc in changes.updated.get(incident_id, ()):
+            stored = by_id[incident_id]
+            if stored.generation == inc.generation:
+                # The stored state wins: an acknowledgement made while the scan ran is kept.
+                by_id[incident_id] = _with_state(inc, stored)
+    for incident_id in stored_ids:
+        for inc in changes.resolved.get(incident_id, ()):
+            if by_id[incident_id].generation == inc.generation:
+                by_id[incident_id] = inc
+    for inc in changes.opened.get((key, generation), ()):
+        by_id[inc.id] = inc
     acknowledged = sorted(
         (inc.acknowledged_by or "someone")
         for inc in by_id.values()
@@ -228,24 +295,28 @@ def _members(
     return [_member(inc) for inc in by_id.values()], (acknowledged[0] if acknowledged else None)
 
 
-def _pending(conn: Connection, key: str, generation: int) -> list[PendingRow]:
+def _pending(
+    conn: Connection, groups: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], list[PendingRow]]:
+    """Each group's pending notification rows, in id order."""
     o = t.outbox
     query = (
         select(o.c.id, o.c.sink, o.c.action, o.c.seq, o.c.payload)
+        .add_columns(o.c.group_key, o.c.group_generation)  # to tell the groups apart
         .where(
             and_(
-                o.c.group_key == key,
-                o.c.group_generation == generation,
+                tuple_(o.c.group_key, o.c.group_generation).in_(groups),
                 o.c.status == OutboxStatus.PENDING.value,
                 o.c.sink != "datahub",
             )
         )
         .order_by(o.c.id)
     )
-    return [
-        PendingRow(id=r.id, sink=r.sink, action=r.action, seq=r.seq, payload=r.payload)
-        for r in conn.execute(query)
-    ]
+    found: dict[tuple[str, int], list[PendingRow]] = {}
+    for r in conn.execute(query):
+        row = PendingRow(id=r.id, sink=r.sink, action=r.action, seq=r.seq, payload=r.payload)
+        found.setdefault((r.group_key, int(r.group_generation)), []).append(row)
+    return found
 
 
 # --- writing

@@ -1,0 +1,85 @@
+"""Notification planning reads groups in batches: the plan is the same whatever the batch size.
+
+A scan touches thousands of groups, so their stored members and pending rows are read a batch
+of groups per query and the scan's changes are indexed once. Here every batch size, down to
+one group per query, must give the rows a group-by-group plan gives.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mlcopilot.incidents import reconcile
+from mlcopilot.model import Finding, IncidentChanges, Severity
+from mlcopilot.outbox import NotifyPolicy, NotifyRequest
+from mlcopilot.store import SqlStore, notify_sql
+from tests.store.test_store_contract import MODEL, finding
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+NOTIFY = NotifyRequest(
+    policy=NotifyPolicy(group_wait=timedelta(0)),
+    sinks=("github", "slack"),
+    writeback=({"kind": "tag", "entity": "urn:li:tag:x", "tag": "urn:li:tag:x", "present": True},),
+)
+ENTITIES = [f"urn:li:dataset:(urn:li:dataPlatform:hive,raw.t{n},PROD)" for n in range(9)]
+
+
+def _evaluated(model: str, check: str, entity: str) -> bool:
+    return True
+
+
+def _first() -> list[Finding]:
+    """Two findings per entity: one group (check, entity) with two members each."""
+    return [finding(field, entity=e) for e in ENTITIES for field in ("email", "phone")]
+
+
+def _second() -> list[Finding]:
+    """Some groups unchanged, some with a member changed, resolved, or added; new groups."""
+    found: list[Finding] = []
+    for n, entity in enumerate(ENTITIES):
+        if n % 3 == 0:
+            found += [finding("email", entity=entity), finding("phone", entity=entity)]
+        elif n % 3 == 1:
+            found += [
+                finding("email", entity=entity, severity=Severity.CRITICAL),
+                finding("ssn", entity=entity),
+            ]
+        # n % 3 == 2: the whole group resolves
+    found.append(finding("email", entity="urn:li:dataset:(urn:li:dataPlatform:hive,new,PROD)"))
+    found.append(finding(None, entity=ENTITIES[0], check="stale_source", message="stale"))
+    return found
+
+
+def _changes(store: SqlStore, findings: list[Finding], now: datetime) -> IncidentChanges:
+    return reconcile(store.incidents(), findings, evaluated=_evaluated, now=now)
+
+
+def _plan(store: SqlStore, changes: IncidentChanges, now: datetime) -> notify_sql.Plan:
+    with store._read("planning") as conn:
+        return notify_sql.plan(conn, changes, NOTIFY, now=now, run_id=None, lock=False)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 4])
+def test_the_plan_does_not_depend_on_the_batch_size(
+    store: SqlStore, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _changes(store, _first(), T0)
+    expected_first = _plan(store, first, T0)
+    store.record_scan(
+        first, started_at=T0, now=T0, catalog="c", models=[MODEL], findings=1, notify=NOTIFY
+    )
+    later = T0 + timedelta(days=1)
+    second = _changes(store, _second(), later)
+    assert second.opened
+    assert second.updated
+    assert second.resolved
+    expected_second = _plan(store, second, later)
+    # The first scan's rows are still pending: the second rewrites or cancels them.
+    assert any(d.rewrites or d.cancels for d in expected_second.decisions)
+    assert any(d.inserts for d in expected_second.decisions)
+
+    monkeypatch.setattr(notify_sql, "_GROUPS_PER_QUERY", batch)
+    assert _plan(store, second, later) == expected_second
+    assert len(expected_first.decisions) == len(ENTITIES)
