@@ -295,6 +295,28 @@ def test_emit_openapi_lands_in_lite_as_new_version(server: StandIn) -> None:
     assert [h.value["tags"][0]["tag"] for h in history] == [sn.TAG_SENSITIVE, sn.TAG_PII]
 
 
+def test_last_ingested_moves_only_with_ingestion_runs(server: StandIn) -> None:
+    """As in GMS: writes without a run id (UI edits, plain emitters) leave ``lastIngested``."""
+    query = "query($u:String!){ entity(urn:$u){ ... on Dataset { lastIngested } } }"
+    g = graph(server)
+
+    def last_ingested() -> Any:
+        return g.execute_graphql(query, {"u": sn.RAW})["entity"]["lastIngested"]
+
+    before = last_ingested()
+    assert isinstance(before, int)  # the scenario is written by a run
+    g.emit(_tags(sn.RAW))
+    assert server.backend.store.get(sn.RAW, "globalTags") is not None
+    assert last_ingested() == before
+    run = sc.SystemMetadataClass(lastObserved=before + 60_000, runId="ingestion-2")
+    g.emit(
+        MetadataChangeProposalWrapper(
+            entityUrn=sn.RAW, aspect=sc.StatusClass(removed=False), systemMetadata=run
+        )
+    )
+    assert last_ingested() == before + 60_000
+
+
 def test_mutations_tags_properties_and_incidents(server: StandIn) -> None:
     g = graph(server)
     add = "mutation($i: BatchAddTagsInput!){ batchAddTags(input:$i) }"

@@ -18,6 +18,8 @@ from tests.standin.edges import entity_type
 
 Json = dict[str, Any]
 
+NO_RUN_ID = "no-run-id-provided"
+"""The run id GMS gives writes that name none (UI edits, plain emitters)."""
 _FABRICS = {"DEV", "TEST", "QA", "UAT", "EI", "PRE", "STG", "NON_PROD", "PROD", "CORP"}
 _FABRICS |= {"RVW", "SANDBOX", "PRD", "TST"}
 
@@ -135,8 +137,13 @@ class Node:
         return self._ctx.exists(self.urn)
 
     def lastIngested(self, _info: Any, **_: Any) -> int | None:
+        # As GMS computes it (SystemMetadataUtils.getLastIngestedTime): the newest lastObserved
+        # of aspects written by an ingestion run. UI edits and emitters without a run id
+        # ("no-run-id-provided") do not move it, so it is no signal that an entity changed.
         times = [
-            r.system_metadata.get("lastObserved") or 0 for r in self._ctx.rows(self.urn).values()
+            r.system_metadata.get("lastObserved") or 0
+            for r in self._ctx.rows(self.urn).values()
+            if r.system_metadata.get("runId") not in (None, "", NO_RUN_ID)
         ]
         return max(times) if times else None
 
