@@ -9,7 +9,6 @@ representative and hostile values.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -251,38 +250,26 @@ def _incident(model: str, n: int, check: str, severity: Severity, state: Inciden
     )
 
 
-def _reference_open_risks(model: str, incidents: list[Incident]) -> tuple[str, ...]:
-    """The per-model filter ``plan_writeback`` used before grouping by model."""
-    open_here = [i for i in incidents if i.model == model and i.is_open]
-    if not open_here:
-        return ("none",)
-    counts = Counter(i.check for i in open_here)
-    worst = {
-        check: max((i.severity for i in open_here if i.check == check), key=lambda s: s.rank)
-        for check in counts
-    }
-    return tuple(f"{check}: {counts[check]} open, worst {worst[check]}" for check in sorted(counts))
-
-
-def test_open_risks_per_model_equal_the_per_model_filter() -> None:
-    models = [f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,m{k},PROD)" for k in range(6)]
-    checks = ["schema_drift", "pii_exposure", "stale_source", "deprecated_source"]
-    severities = list(Severity)
-    states = list(IncidentState)
+def test_open_risks_are_counted_per_model_among_many() -> None:
+    m0, m1, m2, m3 = (f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,m{k},PROD)" for k in range(4))
+    open_, acked, resolved = IncidentState.OPEN, IncidentState.ACKNOWLEDGED, IncidentState.RESOLVED
     incidents = [
-        _incident(
-            models[n % 5],  # the last model has no incident at all
-            n,
-            checks[n % 3 if n % 11 else 3],
-            severities[n % len(severities)],
-            states[n % len(states)],
-        )
-        for n in range(200)
+        _incident(m0, 1, "schema_drift", Severity.HIGH, open_),
+        _incident(m1, 2, "stale_source", Severity.LOW, open_),
+        _incident(m0, 3, "schema_drift", Severity.CRITICAL, acked),  # acknowledged is open
+        _incident(m0, 4, "pii_exposure", Severity.CRITICAL, resolved),
+        _incident(m1, 5, "pii_exposure", Severity.MEDIUM, open_),
+        _incident(m2, 6, "deprecated_source", Severity.HIGH, resolved),
+        _incident(m1, 7, "stale_source", Severity.HIGH, open_),
     ]
-    plan = plan_writeback(incidents, models=models, everything=incidents)
+    plan = plan_writeback(incidents, models=[m0, m1, m2, m3], everything=incidents)
     risks = {w.entity: w.values for w in plan if isinstance(w, PropertyWrite)}
-    assert risks == {m: _reference_open_risks(m, incidents) for m in models}
-    assert risks[models[-1]] == ("none",)
+    assert risks == {
+        m0: ("schema_drift: 2 open, worst critical",),
+        m1: ("pii_exposure: 1 open, worst medium", "stale_source: 2 open, worst high"),
+        m2: ("none",),  # only a resolved incident
+        m3: ("none",),  # no incident at all
+    }
 
 
 def test_prerequisites_are_the_sdk_json_and_each_call_gets_its_own_copy() -> None:
