@@ -77,8 +77,9 @@ BATCH_SIZE = 500
 """Urns per ``entities`` query / ``batchGet`` by default. Requests, not bytes, dominate a
 remote scan (each costs a round trip): 500 keeps a 10,000-entity model within a few dozen
 requests while each response stays a few megabytes (see ``benchmarks/RESULTS.md``)."""
-HISTORY_BATCH = 1000
-"""Urns per ``batchGet`` of aspect versions: two small aspects each, so larger batches."""
+SMALL_BATCH = 1000
+"""Urns per ``batchGet`` of a few small aspects (schema versions, the write-back's state):
+smaller items than a whole entity's, so larger batches."""
 DEEP_LEVELS = 4
 """Narrow levels in a row the prefetch reads one by one before it asks DataHub's lineage index
 for everything further up (a long chain would otherwise cost a round trip per hop)."""
@@ -443,7 +444,7 @@ class DataHubCatalog:
         wanted, self.skipped_writes = self._gate_documents(writes)
         needs = [ax.write_target(w) for w in wanted]
         needs += [urn for w in wanted for urn in ax.write_prerequisites(w)]
-        state = self._write_state(needs)
+        state = self.write_state(needs)
         pending: dict[tuple[Urn, str], ax.JsonObject] = {}
         changed: list[Write] = []
         for write in wanted:
@@ -561,8 +562,8 @@ class DataHubCatalog:
             self._cache.update(self._fetch(todo))
         return {u: self._cache[u] for u in wanted}
 
-    def _write_state(self, urns: Iterable[Urn]) -> dict[Urn, dict[str, ax.JsonObject]]:
-        """What the write-back compares with, read fresh: only those aspects, in batches.
+    def write_state(self, urns: Iterable[Urn]) -> dict[Urn, dict[str, ax.JsonObject]]:
+        """What a write-back compares with, read fresh: only those aspects, in batches.
 
         OpenAPI ``batchGet`` of :data:`~mlcopilot.catalog.aspects.WRITE_ASPECTS` for every
         type: a write-back touches thousands of entities (one incident and one document per
@@ -577,7 +578,7 @@ class DataHubCatalog:
         tasks = [
             _bind(self._openapi_batch, entity_type, chunk, _write_aspects(entity_type))
             for entity_type, of_type in by_type.items()
-            for chunk in _chunks(of_type, max(HISTORY_BATCH, self._batch_size))
+            for chunk in _chunks(of_type, max(SMALL_BATCH, self._batch_size))
         ]
         state: dict[Urn, dict[str, ax.JsonObject]] = {}
         for partial in self._run(tasks):
@@ -704,7 +705,7 @@ class DataHubCatalog:
             _bind(self._version_batch, entity_type, chunk)
             for layer in layers
             for entity_type, items in layer.items()
-            for chunk in _chunks(list(items.items()), max(HISTORY_BATCH, self._batch_size))
+            for chunk in _chunks(list(items.items()), max(SMALL_BATCH, self._batch_size))
         ]
         for found in self._run(tasks):
             self._versions.update(found)
@@ -862,22 +863,23 @@ class DataHubCatalog:
         """Run ``tasks`` with at most ``max_workers`` in flight; results in task order."""
         if len(tasks) <= 1 or self._max_workers == 1:
             return [task() for task in tasks]
+        return list(self._pool().map(lambda task: task(), tasks))
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """The scan's worker threads, started on first use."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(
                 max_workers=self._max_workers, thread_name_prefix="mlcopilot-datahub"
             )
-        return list(self._executor.map(lambda task: task(), tasks))
+        return self._executor
 
     def _completed(self, tasks: Sequence[Callable[[], _R]]) -> Iterator[_R]:
         """Run ``tasks`` like :meth:`_run`; yield each result as soon as it is in."""
         if len(tasks) <= 1 or self._max_workers == 1:
             yield from (task() for task in tasks)
             return
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(
-                max_workers=self._max_workers, thread_name_prefix="mlcopilot-datahub"
-            )
-        futures = [self._executor.submit(task) for task in tasks]
+        pool = self._pool()
+        futures = [pool.submit(task) for task in tasks]
         try:
             for future in as_completed(futures):
                 yield future.result()

@@ -75,12 +75,12 @@ import logging
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
@@ -140,7 +140,6 @@ _NO_LINEAGE = frozenset({"mlFeatureTable"})  # nothing upstream of a feature tab
 _REFUSED = re.compile(r"'status': (401|403)\b")
 _MISSING_ENTITY = ("not found", "must be a valid DataHub URN", "bounded DataHub URN")
 
-_T = TypeVar("_T")
 _State = dict[Urn, dict[str, ax.JsonObject]]
 
 
@@ -302,7 +301,7 @@ class McpCatalog:
     def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
         """The upstream lineage of ``root``: ``get_lineage`` finds it, aspects connect it."""
         if root not in self._prefetched:
-            self._prefetch([root], limits)
+            self._prefetch(root, limits)
         return walk_upstream(self, root, limits)
 
     def prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None:
@@ -416,22 +415,20 @@ class McpCatalog:
             if not urns or len(found) >= _int(page.get("total")):
                 return list(dict.fromkeys(found))
 
-    def _prefetch(self, starts: Sequence[Urn], limits: WalkLimits) -> None:
-        """Fetch everything upstream of ``starts`` in few batches before the walk.
+    def _prefetch(self, root: Urn, limits: WalkLimits) -> None:
+        """Fetch everything upstream of ``root`` in few batches before the walk.
 
         Round by round: ``get_lineage`` from the roots, one SDK batch for what it found; the
         next roots are the hops DataHub's index missed (edge targets not yet fetched). The
         walk itself fetches anything this misses, so the result never depends on it.
         """
-        hops = min(max(limits.max_hops, 1), 3)
-        cap = min(limits.max_nodes, MAX_LINEAGE_RESULTS)
         examined: set[Urn] = set()
-        roots = [u for u in starts if _entity_type(u) not in _NO_LINEAGE]
-        pending = list(starts)
+        roots = [root] if _entity_type(root) not in _NO_LINEAGE else []
+        pending = [root]
         for _ in range(max(1, limits.max_hops)):
             if not pending or len(examined) >= limits.max_nodes:
                 break
-            found = self._discover(roots, hops, cap)
+            found = self._discover(roots, limits.max_hops, limits.max_nodes)
             reached = list(dict.fromkeys([*pending, *found]))
             self._sdk.nodes(reached)
             examined.update(reached)
@@ -588,7 +585,7 @@ class McpCatalog:
         needs = [ax.write_target(w) for w in writes]
         needs += [urn for w in writes for urn in ax.write_prerequisites(w)]
         needs += [tag for w in writes for tag in _removed_definitions(w)]
-        plan = _Plan(before=self._read_state(needs))
+        plan = _Plan(before=self._sdk.write_state(needs))
         labelled = [ax.write_target(w) for w in writes if isinstance(w, TagWrite | PropertyWrite)]
         plan.absent = {urn for urn, node in self._sdk.nodes(labelled).items() if not node.exists}
         state = {urn: dict(aspects) for urn, aspects in plan.before.items()}
@@ -603,28 +600,6 @@ class McpCatalog:
                     plan.documents[write.urn] = write
         _check_writable(plan.after)  # a dry run refuses what the real one would
         return plan
-
-    def _read_state(self, urns: Iterable[Urn]) -> _State:
-        """The :data:`~mlcopilot.catalog.aspects.WRITE_ASPECTS` of ``urns``, read fresh.
-
-        OpenAPI ``batchGet`` per entity type.
-        """
-        state: _State = {}
-        by_type: dict[str, list[Urn]] = {}
-        for urn in dict.fromkeys(urns):
-            state[urn] = {}
-            entity_type = _entity_type(urn)
-            if entity_type is not None:
-                by_type.setdefault(entity_type, []).append(urn)
-        for entity_type, of_type in by_type.items():
-            names = [n for n in ax.WRITE_ASPECTS if n in _aspects_of(entity_type)]
-            for chunk in _chunks(of_type, self._options.batch_size):
-                items = [{"urn": urn, **{name: {} for name in names}} for urn in chunk]
-                for entity in self._gms.batch_get(entity_type, items):
-                    found = entity.get("urn")
-                    if isinstance(found, str) and found in state:
-                        state[found].update(_values(entity, names))
-        return state
 
     def _execute(self, plan: _Plan) -> None:
         """Send ``plan``: SDK aspects first (definitions the tools check for), then the tools."""
@@ -819,6 +794,13 @@ def _values(entity: Mapping[str, Any], names: Iterable[str]) -> dict[str, ax.Jso
     return values
 
 
+def _own_aspects(write: Write, current: ax.Aspects) -> dict[str, ax.JsonObject]:
+    """Lite's rule, except documents: ``save_document`` stamps its own times and folder."""
+    if isinstance(write, DocumentWrite):
+        return _document_update(write, current.get("documentInfo"))
+    return ax.aspects_for_write(write, current)
+
+
 def _document_update(write: DocumentWrite, current: ax.JsonObject | None) -> dict[str, Any]:
     """``documentInfo`` to save, or nothing when title, text and related assets are there.
 
@@ -925,11 +907,6 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
-    for start in range(0, len(items), max(1, size)):
-        yield items[start : start + size]
-
-
 __all__ = [
     "McpCatalog",
     "McpOptions",
@@ -937,10 +914,3 @@ __all__ = [
     "open_mcp_catalog",
     "server_environment",
 ]
-
-
-def _own_aspects(write: Write, current: ax.Aspects) -> dict[str, ax.JsonObject]:
-    """Lite's rule, except documents: ``save_document`` stamps its own times and folder."""
-    if isinstance(write, DocumentWrite):
-        return _document_update(write, current.get("documentInfo"))
-    return ax.aspects_for_write(write, current)
