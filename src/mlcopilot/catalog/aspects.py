@@ -139,12 +139,6 @@ _TYPE_NAMES: dict[str, str] = {}
 _NO_EDIT: JsonObject = {}  # read only: the edits of a field nobody edited
 _RESERVED = frozenset(RESERVED_CHARS)
 _DATASET_PREFIX = "urn:li:dataset:("
-_PLAIN_FIELDS: dict[tuple[str, str, str, int], SchemaField] = {}
-"""Untagged, undescribed fields by (path, type, native type, position): they repeat across
-the tables of a catalog (``id``, ``created_at``...), so each is one object, shared."""
-_PLAIN_FIELDS_MAX = 1 << 16
-_UPSTREAM_FIELDS: dict[str, tuple[str, str] | None] = {}
-_UPSTREAM_FIELDS_MAX = 1 << 15
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -256,21 +250,21 @@ def _plain_field(path: str, raw: Mapping[str, Any], position: int) -> SchemaFiel
     A large lineage holds millions of fields, most of them plain; sharing them keeps memory
     to the distinct ones, and a lookup is cheaper than building the field.
     """
-    key = (path, _field_type(raw.get("type")), raw.get("nativeDataType") or "", position)
-    found = _PLAIN_FIELDS.get(key)
-    if found is None:
-        if len(_PLAIN_FIELDS) >= _PLAIN_FIELDS_MAX:
-            _PLAIN_FIELDS.clear()  # bounded: a catalog of endless distinct columns starts over
-        found = SchemaField(
-            path=sys.intern(path),
-            type=key[1],
-            native_type=sys.intern(key[2]),
-            position=position,
-            tags=_EMPTY,
-            terms=_EMPTY,
-        )
-        _PLAIN_FIELDS[key] = found
-    return found
+    native_type = raw.get("nativeDataType") or ""
+    return _shared_field(path, _field_type(raw.get("type")), native_type, position)
+
+
+@lru_cache(maxsize=1 << 16)
+def _shared_field(path: str, type_name: str, native_type: str, position: int) -> SchemaField:
+    # Plain fields repeat across a catalog's tables (``id``, ``created_at``...): one object each.
+    return SchemaField(
+        path=sys.intern(path),
+        type=type_name,
+        native_type=sys.intern(native_type),
+        position=position,
+        tags=_EMPTY,
+        terms=_EMPTY,
+    )
 
 
 def edges_from_aspects(urn: Urn, aspects: Aspects) -> list[Edge]:
@@ -345,17 +339,8 @@ def _field_path(raw: str) -> str | None:
 
 
 def _upstream_field(urn: object) -> tuple[Urn, str] | None:
-    """:func:`_schema_field`, remembered: a column feeds several datasets' lineage."""
-    if not isinstance(urn, str):
-        return None
-    try:
-        return _UPSTREAM_FIELDS[urn]
-    except KeyError:
-        pass
-    if len(_UPSTREAM_FIELDS) >= _UPSTREAM_FIELDS_MAX:
-        _UPSTREAM_FIELDS.clear()  # bounded: an endless catalog starts over
-    found = _UPSTREAM_FIELDS[urn] = _schema_field(urn)
-    return found
+    """:func:`_schema_field` of anything a ``fineGrainedLineages`` entry holds."""
+    return _schema_field(urn) if isinstance(urn, str) else None
 
 
 def structured_properties(aspect: JsonObject | None) -> dict[str, tuple[str | float, ...]]:
@@ -447,7 +432,8 @@ def _decode(text: str) -> str:
     return _ENCODED.sub(lambda m: _DECODINGS[m.group(0).upper()], text)
 
 
-def _schema_field(urn: object) -> tuple[Urn, str] | None:
+@lru_cache(maxsize=1 << 15)  # a column feeds several datasets' lineage
+def _schema_field(urn: str) -> tuple[Urn, str] | None:
     """The (dataset, simple field path) a ``schemaField`` urn names; None if it is not one.
 
     Exactly what ``SchemaFieldUrn.from_string`` accepts, without its cost on every call (a
@@ -455,7 +441,7 @@ def _schema_field(urn: object) -> tuple[Urn, str] | None:
     (else the SDK refuses it), so the urn splits at its last comma, and whether the parent is
     an urn the SDK accepts is decided once per parent.
     """
-    if not isinstance(urn, str) or not urn.startswith(_SCHEMA_FIELD_PREFIX):
+    if not urn.startswith(_SCHEMA_FIELD_PREFIX):
         return None
     ids = urn[len(_SCHEMA_FIELD_PREFIX) :]
     if not (ids.startswith("(") and ids.endswith(")")):
