@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from mlcopilot.errors import CatalogError, CatalogUnavailable
@@ -42,22 +42,12 @@ def encode_writes(writes: Sequence[Write]) -> list[dict[str, Any]]:
     numbers, which ``asdict`` would only copy (deeply, at a cost per write in a large scan).
     """
     encoded = []
-    # Many writes share a time (a scan opens its incidents at its ``now``): one string each.
-    # Keyed with the offset too: equal instants in other zones are written differently.
-    iso: dict[tuple[datetime, timedelta | None], str] = {}
     for write in writes:
         kind, names = _FIELDS[type(write)]
         data: dict[str, Any] = {"kind": kind}
         for name in names:
-            data[name] = getattr(write, name)
-        for name in _TIMES:
-            if name in data:
-                when: datetime = data[name]
-                key = (when, when.utcoffset())
-                text = iso.get(key)
-                if text is None:
-                    text = iso[key] = when.isoformat()
-                data[name] = text
+            value = getattr(write, name)
+            data[name] = value.isoformat() if name in _TIMES else value
         encoded.append(data)
     return encoded
 
