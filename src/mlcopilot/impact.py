@@ -6,8 +6,8 @@ time, and every edge contributes a *rule* for the upstream node's columns:
 
 - training data: the model consumes the whole dataset, every column feeds;
 - a feature (or primary key) whose source columns are recorded: exactly those columns feed;
-- a feature without recorded source columns: a column named like the feature feeds, the rest
-  is unknown;
+- a feature without recorded source columns: a column named like the feature (in the current
+  schema or the baseline) feeds, the rest is unknown;
 - a dataset with column-level lineage from its upstream: an upstream column feeds if it maps to
   a column that feeds, is unused if it maps only to unused columns, and a column that column-level
   lineage does not mention at all does not flow downstream;
@@ -15,6 +15,12 @@ time, and every edge contributes a *rule* for the upstream node's columns:
 
 A column feeds when any rule says so, is unused only when every rule says so, and is unknown
 otherwise. Unknown is reported as such ("medium" impact), never guessed healthy.
+
+Columns are judged by name, and the names judged include the *baseline*'s (the schema as of
+training time): a removed or renamed column is in no current schema, yet it is exactly what
+schema drift asks about, under the name the model was trained on. Each rule then gives it its
+default for columns it does not mention (unused where column-level lineage or recorded source
+columns leave it out, feeding where the data is consumed whole).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from mlcopilot.model import ColumnUsage, Edge, EntityType, Lineage, Node, Urn
+from mlcopilot.model import ColumnUsage, Edge, EntityType, Lineage, Node, Schema, Urn
 
 _FEATURE_TYPES = {EntityType.ML_FEATURE, EntityType.ML_PRIMARY_KEY}
 
@@ -63,14 +69,23 @@ def _frozen(items: Iterable[str]) -> frozenset[str]:
     return found if found else _NONE
 
 
-def column_usage(lineage: Lineage) -> dict[Urn, ColumnUsage]:
-    """Return, for every node of ``lineage`` except the model, which of its columns feed it."""
+def column_usage(
+    lineage: Lineage, baselines: Mapping[Urn, Schema] | None = None
+) -> dict[Urn, ColumnUsage]:
+    """Return, for every node of ``lineage`` except the model, which of its columns feed it.
+
+    Args:
+        lineage: The model's upstream lineage.
+        baselines: Per dataset, the schema the model was trained on. Its columns are judged
+            too, and a feature's name is matched against them.
+    """
+    trained_on = baselines or {}
     rules: dict[Urn, list[_Rule]] = {}
     usage: dict[Urn, ColumnUsage] = {lineage.root: _WHOLE_USAGE}
     upstream_edges: dict[Urn, list[Edge]] = {}
     for edge in lineage.edges:
         upstream_edges.setdefault(edge.downstream, []).append(edge)
-    mentioned = _columns_mentioned(lineage)
+    mentioned = _columns_mentioned(lineage, trained_on)
     pending_downstreams = _count_downstreams(lineage)
     queue = deque([lineage.root])
     done: set[Urn] = set()
@@ -91,7 +106,9 @@ def column_usage(lineage: Lineage) -> dict[Urn, ColumnUsage]:
                     depth = len(lineage.paths.get(edge.upstream, ()))
                     heapq.heappush(waiting, (depth, edge.upstream))
                 rules[edge.upstream].append(
-                    _rule_for(edge, lineage.nodes.get(edge.downstream), usage[urn], lineage)
+                    _rule_for(
+                        edge, lineage.nodes.get(edge.downstream), usage[urn], lineage, trained_on
+                    )
                 )
                 pending_downstreams[edge.upstream] -= 1
                 if pending_downstreams[edge.upstream] == 0:
@@ -117,12 +134,18 @@ def _count_downstreams(lineage: Lineage) -> dict[Urn, int]:
 
 
 def _rule_for(
-    edge: Edge, downstream: Node | None, downstream_usage: ColumnUsage, lineage: Lineage
+    edge: Edge,
+    downstream: Node | None,
+    downstream_usage: ColumnUsage,
+    lineage: Lineage,
+    baselines: Mapping[Urn, Schema],
 ) -> _Rule:
     if edge.kind == "training_data":
         return _WHOLE
     if edge.kind == "feature_source" and downstream is not None:
-        return _feature_rule(downstream, lineage.nodes.get(edge.upstream))
+        return _feature_rule(
+            downstream, lineage.nodes.get(edge.upstream), baselines.get(edge.upstream)
+        )
     if edge.kind == "dataset_upstream" and downstream is not None:
         return _column_lineage_rule(edge.upstream, downstream, downstream_usage)
     if edge.kind in ("feature", "feature_table", "primary_key"):
@@ -131,15 +154,16 @@ def _rule_for(
     return _UNKNOWN
 
 
-def _feature_rule(feature: Node, source: Node | None) -> _Rule:
+def _feature_rule(feature: Node, source: Node | None, baseline: Schema | None) -> _Rule:
     if feature.entity_type not in _FEATURE_TYPES:
         return _UNKNOWN
     if feature.source_columns:
         return _Rule(feeding=frozenset(feature.source_columns), default=False)
-    if source is not None and source.schema is not None:
-        named = {f.path for f in source.schema.fields if f.path == feature.name}
-        if named:
-            return _Rule(feeding=frozenset(named))
+    # The column the feature is named after may be gone from the current schema (removed or
+    # renamed since training): the baseline still names it, and the model was trained on it.
+    for schema in (source.schema if source is not None else None, baseline):
+        if schema is not None and any(f.path == feature.name for f in schema.fields):
+            return _Rule(feeding=frozenset({feature.name}))
     return _UNKNOWN
 
 
@@ -160,13 +184,16 @@ def _column_lineage_rule(upstream: Urn, downstream: Node, downstream_usage: Colu
     return _Rule(_frozen(feeding), _frozen(unknown), _frozen(unused), default=False)
 
 
-def _columns_mentioned(lineage: Lineage) -> dict[Urn, set[str]]:
+def _columns_mentioned(lineage: Lineage, baselines: Mapping[Urn, Schema]) -> dict[Urn, set[str]]:
     """Per node, every column name that anything says something about.
 
-    That is its schema, column-level lineage from it, and source columns of features computed
-    from it.
+    That is its schema, its baseline, column-level lineage from it, and source columns of
+    features computed from it.
     """
     names: dict[Urn, set[str]] = {}
+    for urn, baseline in baselines.items():
+        if urn in lineage.nodes:
+            names.setdefault(urn, set()).update(f.path for f in baseline.fields)
     for urn, node in lineage.nodes.items():
         if node.schema is not None:
             names.setdefault(urn, set()).update(f.path for f in node.schema.fields)

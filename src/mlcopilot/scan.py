@@ -318,7 +318,8 @@ def _scan_model(
 ) -> tuple[ModelReport, set[tuple[str, Urn]]]:
     """The model's report, and the (check, node) pairs that were not evaluated."""
     model = lineage.nodes[lineage.root]
-    usage = column_usage(lineage)
+    # Usage is judged on the baseline's columns too: drift asks about removed and renamed ones.
+    usage = column_usage(lineage, {urn: b.schema for urn, b in known.items()})
     findings: list[Finding] = []
     unknown: dict[Urn, list[str]] = {}
     errors: list[str] = []
