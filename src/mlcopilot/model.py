@@ -14,16 +14,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
+# Re-exported so code that names entities by ``model.short_name`` gets the one readable form.
+from mlcopilot.names import short_name as short_name
+
 Urn = str
 """A DataHub URN, e.g. ``urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)``."""
-
-
-def short_name(urn: Urn) -> str:
-    """A readable name from an urn: the dataset, model or feature name, not the whole tuple."""
-    if urn.endswith(")") and "(" in urn:
-        parts = urn[urn.index("(") + 1 : -1].split(",")
-        return parts[-2] if len(parts) >= 3 else parts[-1]
-    return urn.rsplit(":", 1)[-1]
 
 
 CheckName = Literal["schema_drift", "pii_exposure", "stale_source", "deprecated_source"]
@@ -285,6 +280,19 @@ class IncidentChanges:
 
 
 @dataclass(frozen=True, slots=True)
+class CoverageGap:
+    """An entity on a model's upstream path where lineage stops before reaching a dataset.
+
+    Nothing beyond it could be checked, so the model is not covered there: a gap is reported
+    as such, never as a clean result.
+    """
+
+    entity: Urn
+    reason: str
+    """What was missing, e.g. ``no upstream lineage recorded``."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelReport:
     """The scan result for one model."""
 
@@ -294,6 +302,8 @@ class ModelReport:
     unknown: Mapping[Urn, tuple[str, ...]]
     """Nodes that lacked metadata some check needed, with the reasons."""
     errors: tuple[str, ...] = ()
+    gaps: tuple[CoverageGap, ...] = ()
+    """Where the model's lineage stops without reaching a dataset (see ``coverage.py``)."""
 
 
 @dataclass(frozen=True, slots=True)

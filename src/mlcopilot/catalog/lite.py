@@ -79,6 +79,21 @@ class LiteCatalog:
             if ax.exists(aspects) and not ax.is_removed(aspects)
         )
 
+    def entity_counts(self) -> dict[str, int]:
+        """How many entities of each type exist and are not soft-deleted, as :meth:`models`."""
+        query = "SELECT urn, aspect_name FROM metadata_aspect_v2 WHERE version = 0"
+        names: dict[Urn, dict[str, ax.JsonObject]] = {}
+        with self._errors():
+            for urn, name in self._handle().sqlite_client.execute(query):
+                names.setdefault(urn, {})[name] = {}
+        statuses = self._read("aspect_name = ?", ["status"])
+        counts: dict[str, int] = {}
+        for urn, aspects in names.items():
+            if ax.exists(aspects) and not ax.is_removed(statuses.get(urn, {})):
+                entity_type = urn.split(":", 3)[2] if urn.count(":") >= 3 else "other"
+                counts[entity_type] = counts.get(entity_type, 0) + 1
+        return counts
+
     def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
         """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""
         self._check_current()
