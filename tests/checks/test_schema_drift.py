@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from datahub.metadata.schema_classes import (
@@ -16,9 +18,22 @@ from datahub.metadata.schema_classes import (
     StringTypeClass,
 )
 
+from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks.schema_drift import SchemaDrift, SchemaDriftConfig
-from mlcopilot.model import UNKNOWN_USAGE, ColumnUsage, Schema
+from mlcopilot.model import UNKNOWN_USAGE, ColumnUsage, Finding, Schema
 from mlcopilot.protocols import CheckContext
+from mlcopilot.scan import ScanOptions, scan
+from mlcopilot.store import open_store
+from tests.builders import (
+    T0,
+    Field,
+    MCPs,
+    dataset,
+    dataset_urn,
+    feature_urn,
+    ml_feature,
+    ml_model,
+)
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
@@ -122,7 +137,15 @@ DRIFT_CASES = [
         [USER_ID, col("email_address")],
         ColumnUsage(columns=frozenset({"email_address"}), complete=True),
         {},
-        [("renamed", "low", "email_address", "email", ["does not feed the model"])],
+        [
+            (
+                "renamed",
+                "low",
+                "email_address",
+                "email",
+                ["does not feed the model", "under its new name `email_address` it feeds"],
+            )
+        ],
         id="rename-impact-follows-the-baseline-column-name",
     ),
     pytest.param(
@@ -278,3 +301,180 @@ def test_missing_metadata_is_unknown(make_node, urn, aspects, has_baseline, unkn
 def test_rename_confidence_must_be_between_0_and_1():
     with pytest.raises(ValueError, match="rename_confidence"):
         SchemaDriftConfig.model_validate({"rename_confidence": 1.5})
+
+
+# --- Impact is judged under the baseline's column name: real scans of a Lite catalog --------
+# raw.customers had `country` when the model was trained; since then it was removed, renamed
+# to `country_code` or retyped. Its impact is decided by how `country`, the name the model
+# was trained on, reaches the model, with each lineage rule's default for columns it does not
+# mention; the baseline comes from the catalog's history, as in any scan.
+
+TRAINED = T0 + timedelta(days=30)
+CHANGED = T0 + timedelta(days=60)
+SCANNED = T0 + timedelta(days=61)
+CUSTOMERS = "raw.customers"
+DAILY = "features.customer_daily"
+CUSTOMERS_AT_TRAINING: list[Field] = [
+    ("customer_id", "long"),
+    ("signup_date", "date"),
+    ("country", "string"),
+    ("plan", "string"),
+]
+CHANGES: dict[str, tuple[list[Field], tuple[str, str, str | None]]] = {
+    # change: (raw.customers now, (finding's change, field, previous_field))
+    "removed": (
+        [("customer_id", "long"), ("signup_date", "date"), ("plan", "string")],
+        ("removed", "country", None),
+    ),
+    "renamed": (
+        [
+            ("customer_id", "long"),
+            ("signup_date", "date"),
+            ("country_code", "string"),
+            ("plan", "string"),
+        ],
+        ("renamed", "country_code", "country"),
+    ),
+    "retyped": (
+        [("customer_id", "long"), ("signup_date", "date"), ("country", "int"), ("plan", "string")],
+        ("type_changed", "country", None),
+    ),
+}
+# Severity per change when `country` feeds the model, is proven unused, or nobody can tell.
+FEEDS = {"removed": "critical", "renamed": "critical", "retyped": "high"}
+UNUSED = dict.fromkeys(CHANGES, "low")
+UNKNOWN = dict.fromkeys(CHANGES, "medium")
+
+
+def churn_model(*features: str, training_data: Sequence[str] = ()) -> MCPs:
+    return ml_model(
+        "churn",
+        features=[feature_urn("churn_features", f) for f in features],
+        training_data=training_data,
+        date=TRAINED,
+        observed_at=T0,
+    )
+
+
+def churn_feature(name: str, source: str, source_column: str | None = None) -> MCPs:
+    return ml_feature(
+        "churn_features", name, sources=[source], source_column=source_column, observed_at=T0
+    )
+
+
+def customer_daily(*column_lineage: tuple[str, str], at: datetime = T0) -> MCPs:
+    """``features.customer_daily``: its columns are those ``column_lineage`` fills from raw."""
+    return dataset(
+        DAILY,
+        fields=[(down, "string") for _, down in column_lineage],
+        column_lineage=[(CUSTOMERS, up, down) for up, down in column_lineage],
+        observed_at=at,
+    )
+
+
+LINEAGES: dict[str, tuple[MCPs, dict[str, str]]] = {
+    "training data consumed whole": (churn_model(training_data=[CUSTOMERS]), FEEDS),
+    "a feature records it as its source column": (
+        churn_model("region") + churn_feature("region", CUSTOMERS, "country"),
+        FEEDS,
+    ),
+    "a feature records other source columns": (
+        churn_model("plan_tier") + churn_feature("plan_tier", CUSTOMERS, "plan"),
+        UNUSED,
+    ),
+    "a feature named after it": (
+        churn_model("country") + churn_feature("country", CUSTOMERS),
+        FEEDS,
+    ),
+    "a feature named after another column": (
+        churn_model("plan") + churn_feature("plan", CUSTOMERS),
+        UNKNOWN,
+    ),
+    # The issue's example: both features read customer_daily, whose column-level lineage covers
+    # every one of its columns and never reads raw.customers.country.
+    "column lineage covers customer_daily and never reads it": (
+        churn_model("tenure_days", "plan")
+        + churn_feature("tenure_days", DAILY, "tenure_days")
+        + churn_feature("plan", DAILY)
+        + customer_daily(
+            ("customer_id", "customer_id"), ("signup_date", "tenure_days"), ("plan", "plan")
+        ),
+        UNUSED,
+    ),
+    "column lineage carries it into a used column": (
+        churn_model("region")
+        + churn_feature("region", DAILY, "region")
+        + customer_daily(("customer_id", "customer_id"), ("country", "region")),
+        FEEDS,
+    ),
+    "a dataset upstream without column lineage": (
+        churn_model(training_data=["curated.customer_360"])
+        + dataset(
+            "curated.customer_360",
+            fields=[("customer_id", "long")],
+            upstreams=[CUSTOMERS],
+            observed_at=T0,
+        ),
+        UNKNOWN,
+    ),
+}
+
+
+def scan_customers(tmp_path: Path, lineage: MCPs, now: list[Field]) -> list[Finding]:
+    """Schema drift findings on raw.customers from a dry-run scan after its schema changed."""
+    mcps = [
+        *dataset(CUSTOMERS, fields=CUSTOMERS_AT_TRAINING, observed_at=T0),
+        *lineage,
+        *dataset(CUSTOMERS, fields=now, observed_at=CHANGED),
+    ]
+    with (
+        LiteCatalog(tmp_path / "catalog.db", create=True) as catalog,
+        open_store(f"sqlite:///{tmp_path / 'state.db'}") as store,
+    ):
+        catalog.ingest(mcps)
+        result = scan(
+            catalog,
+            store,
+            [SchemaDrift(SchemaDriftConfig())],
+            ScanOptions(now=SCANNED, dry_run=True),
+        )
+    return [f for f in result.findings if f.entity == dataset_urn(CUSTOMERS)]
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+@pytest.mark.parametrize("lineage", sorted(LINEAGES))
+def test_impact_of_a_changed_column_follows_its_baseline_name(tmp_path, lineage, change):
+    mcps, severities = LINEAGES[lineage]
+    now, (kind, field, previous) = CHANGES[change]
+
+    findings = scan_customers(tmp_path, mcps, now)
+
+    assert [(f.change, f.field, f.previous_field, f.severity) for f in findings] == [
+        (kind, field, previous, severities[change])
+    ]
+    assert (
+        findings[0].evidence["feeds_model"]
+        == {
+            "critical": "yes",
+            "high": "yes",
+            "low": "no",
+            "medium": "unknown",
+        }[severities[change]]
+    )
+
+
+def test_a_rename_the_lineage_already_follows_is_low_and_says_so(tmp_path):
+    # customer_daily's column lineage was moved to the new name with the rename: the model's
+    # input is fed again, from `country_code`; `country`, as trained on, no longer flows.
+    lineage = (
+        churn_model("region")
+        + churn_feature("region", DAILY, "region")
+        + customer_daily(("customer_id", "customer_id"), ("country", "region"))
+        + customer_daily(("customer_id", "customer_id"), ("country_code", "region"), at=CHANGED)
+    )
+
+    (finding,) = scan_customers(tmp_path, lineage, CHANGES["renamed"][0])
+
+    assert (finding.change, finding.severity) == ("renamed", "low")
+    assert "does not feed the model" in finding.message
+    assert "under its new name `country_code` it feeds the model" in finding.message

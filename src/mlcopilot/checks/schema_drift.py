@@ -70,6 +70,9 @@ class SchemaDrift:
     Severity follows the impact on the model, from column-level lineage: a removed or
     renamed column that feeds the model is critical, a retyped one high; a column that
     lineage proves unused is low; when lineage cannot tell, medium. Added columns are low.
+    A column is judged under its baseline name (the old name of a renamed column), the one
+    the model was trained on; a column proven unused is still reported (low), as an added
+    one is, because the schema no longer is the one the model was trained on.
 
     How to fix: restore or alias the column upstream, or update the feature pipeline to
     the new schema and retrain. Once the model works with the new schema, accept it as the
@@ -153,9 +156,14 @@ class SchemaDrift:
         retyped = ""
         if _type_changed(old, new):
             retyped = f" and its type changed from {_type_change(old, new)}"
+        # Judged by the old name, the one the model was trained on. Lineage that already reads
+        # the new name is worth saying: the pipeline was moved to it.
+        moved = ""
+        if feeds is not True and ctx.usage.feeds(new.path) is True:
+            moved = f"; under its new name `{new.path}` it feeds the model"
         message = (
             f"column `{old.path}` was renamed to `{new.path}` "
-            f"(confidence {rename.confidence:.2f}){retyped}; {_impact(feeds)}"
+            f"(confidence {rename.confidence:.2f}){retyped}; {_impact(feeds)}{moved}"
         )
         evidence = _evidence(old, new, feeds)
         evidence["confidence"] = round(rename.confidence, 2)
@@ -173,7 +181,7 @@ class SchemaDrift:
     def _type_changed(
         self, node: Node, ctx: CheckContext, old: SchemaField, new: SchemaField
     ) -> Finding:
-        feeds = ctx.usage.feeds(new.path)
+        feeds = ctx.usage.feeds(old.path)
         message = (
             f"column `{new.path}` changed type from {_type_change(old, new)}; {_impact(feeds)}"
         )
