@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
@@ -39,6 +40,9 @@ class Fault:
     hang: bool = False
     times: int | None = None
     body: str | None = None
+    hook: Callable[[], None] | None = None
+    """Run before the request is answered: e.g. someone else's write that lands just before
+    this one (a race the test wants at an exact point)."""
     hits: int = 0
 
     def matches(self, keys: list[str]) -> bool:

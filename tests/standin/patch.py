@@ -1,10 +1,25 @@
-"""DataHub-flavoured JSON Patch for ``PATCH`` writes (OpenAPI v3 and Rest.li ``changeType: PATCH``).
+"""DataHub's JSON Patch for ``PATCH`` writes (OpenAPI v3 and Rest.li ``changeType: PATCH``).
 
-GMS treats some arrays as maps keyed by element fields, so ``/tags//urn:li:tag:PII`` addresses
-the tag association whose ``attribution.source`` is empty and whose ``tag`` is that urn.
-acryl-datahub 1.7 sends the keys with the patch (``arrayPrimaryKeys``, nested fields joined by
-U+241F); older builders rely on GMS's per-aspect templates, approximated by ``_TEMPLATE_KEYS``.
-Arrays without keys take numeric indexes, ``-`` to append, or (arrays of strings) the string.
+Applied as GMS applies it (``entity-registry/.../aspect/patch/template``: ``Template``,
+``CompoundKeyTemplate``, ``GenericPatchTemplate``, ``ArrayMergingTemplate``, ``TemplateUtil``):
+
+1. The current aspect, or the default when there is none: an empty record for a generic patch
+   (one that names ``arrayPrimaryKeys``), the aspect template's default otherwise.
+2. Each keyed array field becomes nested maps, one level per key (``attribution␟source`` is
+   the nested field ``attribution.source``; a missing key is ``""``). Elements with the same
+   keys are merged into one. Generic patches name their fields and keys; template patches use
+   the aspect template's (``GlobalTagsTemplate``: ``tags`` by ``tag``;
+   ``StructuredPropertiesTemplate``: ``properties`` by ``propertyUrn`` then source...).
+3. ``populateTopLevelKeys``: every intermediate object on each operation's path is created
+   when missing (for ``remove``, the target too, so removing what is not there is a no-op).
+   The path is split as Java's ``String.split`` does, which drops trailing empty segments: an
+   ``add`` to ``/properties/<urn>/`` on an entity without that property fails, as it does on
+   GMS releases before datahub-project/datahub#17449.
+4. RFC 6902 ``add``/``remove``/``replace``, strictly (a missing parent or target fails).
+5. The maps become arrays again, in map order (grouped by the first key); a scalar key that
+   only lived in the path is put back into its element.
+
+A failure raises ValueError: the server answers it with 400.
 """
 
 from __future__ import annotations
@@ -14,124 +29,214 @@ from typing import Any
 
 Json = dict[str, Any]
 Key = tuple[str, ...]  # a nested field path inside an array element
+Keys = dict[str, list[Key]]  # array field -> its primary keys, outermost first
 
-_SEPARATOR = "\u241f"
-_TEMPLATE_KEYS: dict[str, list[Key]] = {
-    "tags": [("tag",)],
-    "terms": [("urn",)],
-    "owners": [("owner",), ("type",)],
-    "properties": [("propertyUrn",)],
-    "editableSchemaFieldInfo": [("fieldPath",)],
-    "upstreams": [("dataset",)],
-    "elements": [("url",)],
-    "inputDatasetEdges": [("destinationUrn",)],
-    "outputDatasetEdges": [("destinationUrn",)],
-    "inputDatajobEdges": [("destinationUrn",)],
-    "inputEdges": [("destinationUrn",)],
-    "outputEdges": [("destinationUrn",)],
-    "relatedAssets": [("asset",)],
-    "relatedDocuments": [("document",)],
+SEPARATOR = "\u241f"
+_SOURCE: Key = ("attribution", "source")
+
+# The aspects GMS has a template for (AspectTemplateEngine.SUPPORTED_TEMPLATES, plus the
+# dataProcessInstance ones), with the keyed array fields each template transforms.
+TEMPLATES: dict[str, Keys] = {
+    "globalTags": {"tags": [("tag",)]},
+    "glossaryTerms": {"terms": [("urn",)]},
+    "structuredProperties": {"properties": [("propertyUrn",), _SOURCE]},
+    "ownership": {"owners": [("owner",), ("type",)]},
+    "upstreamLineage": {"upstreams": [("dataset",)]},
+    "editableSchemaMetadata": {"editableSchemaFieldInfo": [("fieldPath",)]},
+    "institutionalMemory": {"elements": [("url",)]},
+    "domains": {"domains": []},
+    "siblings": {"siblings": []},
+    "dataJobInputOutput": {
+        "inputDatasetEdges": [("destinationUrn",)],
+        "outputDatasetEdges": [("destinationUrn",)],
+        "inputDatajobEdges": [("destinationUrn",)],
+        "inputDatasets": [],
+        "outputDatasets": [],
+        "inputDatajobs": [],
+    },
+    "dataProcessInstanceInput": {"inputEdges": [("destinationUrn",)], "inputs": []},
+    "dataProcessInstanceOutput": {"outputEdges": [("destinationUrn",)], "outputs": []},
+    "dataProductProperties": {"assets": [("destinationUrn",)]},
+    "datasetProperties": {},
+    "editableDatasetProperties": {},
+    "dataFlowInfo": {},
+    "dataJobInfo": {},
+    "chartInfo": {},
+    "dashboardInfo": {},
+    "propertyDefinition": {},
+    "formInfo": {},
+    "versionProperties": {},
+    "editableContainerProperties": {},
+    "editableMlModelGroupProperties": {},
 }
 
 
-def _unescape(step: str) -> str:
-    return step.replace("~1", "/").replace("~0", "~")
-
-
-def _get(item: Any, key: Key) -> str:
-    for part in key:
-        item = item.get(part) if isinstance(item, dict) else None
-    return "" if item is None else str(item)
-
-
-def _matches(item: Any, keys: list[Key], values: list[str]) -> bool:
-    if not isinstance(item, dict):
-        return bool(values) and str(item) == values[0]
-    return all(_get(item, k) == v for k, v in zip(keys, values, strict=False))
-
-
-def _new_element(keys: list[Key], values: list[str]) -> Json:
-    element: Json = {}
-    for key, value in zip(keys, values, strict=False):
-        if value == "":
-            continue
-        node = element
-        for part in key[:-1]:
-            node = node.setdefault(part, {})
-        node[key[-1]] = value
-    return element
-
-
 def apply_patch(
-    current: Json | None, operations: list[Json], array_keys: dict[str, list[str]] | None = None
+    aspect: str,
+    current: Json | None,
+    operations: list[Json],
+    array_keys: dict[str, list[str]] | None = None,
+    *,
+    force_generic: bool = False,
 ) -> Json:
-    """Apply ``operations`` (add/remove/replace) to a copy of ``current``."""
-    keys = dict(_TEMPLATE_KEYS)
-    for field, declared in (array_keys or {}).items():
-        keys[field.rsplit("/", 1)[-1]] = [tuple(k.split(_SEPARATOR)) for k in declared]
-    doc: Json = copy.deepcopy(current) if current else {}
+    """The value of ``aspect`` after ``operations``, from ``current`` (None: none stored).
+
+    ``array_keys`` are a generic patch's ``arrayPrimaryKeys``; without them (and without
+    ``forceGenericPatch``) the aspect's template decides, and an aspect without one refuses
+    the patch, as GMS does.
+    """
+    if array_keys or force_generic:
+        keys: Keys = {
+            field: [tuple(k.split(SEPARATOR)) for k in declared]
+            for field, declared in (array_keys or {}).items()
+        }
+        default: Json = {}
+    elif aspect in TEMPLATES:
+        keys = TEMPLATES[aspect]
+        default = {field: [] for field in keys}
+    else:
+        raise ValueError(f"ChangeType not supported: PATCH for aspect {aspect}")
+    doc = copy.deepcopy(current) if current is not None else default
+    for field, field_keys in keys.items():
+        doc[field] = _to_map(doc.get(field), field_keys)
     for op in operations:
-        steps = [_unescape(s) for s in str(op.get("path", "")).split("/")[1:]]
-        _apply(doc, steps, op.get("op", "add"), op.get("value"), "", keys)
+        _populate(doc, op)
+    for op in operations:
+        _apply(doc, op)
+    for field, field_keys in keys.items():
+        doc[field] = _to_array(doc.get(field), field_keys)
     return doc
 
 
-def _apply(
-    node: Any, steps: list[str], op: str, value: Any, parent: str, keys: dict[str, list[Key]]
-) -> None:
-    if not steps:
-        return
-    step, rest = steps[0], steps[1:]
+# --- arrays as maps ------------------------------------------------------------------------
+
+
+def _key_of(element: Any, key: Key) -> str:
+    value = element
+    for part in key:
+        value = value.get(part) if isinstance(value, dict) else None
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # Jackson's asText
+    return str(value)
+
+
+def _to_map(array: Any, keys: list[Key]) -> Json:
+    mapped: Json = {}
+    for element in array if isinstance(array, list) else []:
+        if not keys:  # an array of strings: each string keys itself
+            mapped[element if isinstance(element, str) else ""] = element
+            continue
+        leaf = mapped
+        for key in keys:
+            leaf = leaf.setdefault(_key_of(element, key), {})
+        if isinstance(element, dict):
+            leaf.update(copy.deepcopy(element))  # elements with equal keys merge
+    return mapped
+
+
+def _to_array(mapped: Any, keys: list[Key]) -> list[Any]:
+    if isinstance(mapped, list):
+        return mapped  # a ``replace`` of the whole field
+    if mapped is None:
+        return []
+    if not keys:
+        return list(mapped.values()) if isinstance(mapped, dict) else [mapped]
+    return _merge(mapped, keys)
+
+
+def _merge(node: Any, keys: list[Key]) -> list[Any]:
+    if not keys:
+        return list(node) if isinstance(node, list) else [node]
+    key, rest = keys[0], keys[1:]
+    merged: list[Any] = []
     if isinstance(node, dict):
-        if not rest:
-            if op == "remove":
-                node.pop(step, None)
-            else:
-                node[step] = value
-            return
-        if step not in node:
-            if op == "remove":
-                return
-            node[step] = [] if step in keys or rest[0].isdigit() or rest[0] == "-" else {}
-        _apply(node[step], rest, op, value, step, keys)
-        return
-    if not isinstance(node, list):
-        return
-    array_keys = keys.get(parent)
-    if array_keys is None:  # a plain array: index, "-" or the string itself
-        if step == "-" and op != "remove":
-            node.append(value)
-            return
-        if step.isdigit():
-            index: int | None = int(step)
+        for value, child in node.items():
+            elements = _merge(child, rest)
+            if value and len(key) == 1:  # a nested key is never put back (GMS's reinjectKey)
+                for element in elements:
+                    if isinstance(element, dict) and key[0] not in element:
+                        element[key[0]] = value
+            merged += elements
+    elif isinstance(node, list):
+        for child in node:
+            merged += _merge(child, rest)
+    return merged
+
+
+# --- JSON Patch ----------------------------------------------------------------------------
+
+
+def _decode(step: str) -> str:
+    return step.replace("~1", "/").replace("~0", "~")
+
+
+def _java_split(path: str) -> list[str]:
+    """``path.split("/")`` in Java: trailing empty segments are dropped."""
+    parts = path.split("/")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def _populate(doc: Json, op: Json) -> None:
+    """TemplateUtil.populateTopLevelKeys for one operation."""
+    kind = str(op.get("op", ""))
+    parts = _java_split(str(op.get("path", "")))
+    end = len(parts) if kind == "remove" else len(parts) - 1
+    parent: Any = doc
+    for raw in parts[1:end]:
+        step = _decode(raw)
+        if not isinstance(parent, dict):
+            raise ValueError(f"Cannot patch {op.get('path')}: {step!r} is inside an array")
+        parent = parent.setdefault(step, {})
+
+
+def _apply(doc: Json, op: Json) -> None:
+    kind = op.get("op")
+    path = str(op.get("path", ""))
+    if kind not in ("add", "remove", "replace"):
+        raise ValueError(f"Unsupported PATCH operation: `{kind}`")
+    if not path.startswith("/"):
+        raise ValueError(f"Invalid JSON Pointer {path!r}")
+    steps = [_decode(s) for s in path.split("/")[1:]]
+    parent: Any = doc
+    for step in steps[:-1]:
+        parent = _child(parent, step, path)
+    last = steps[-1]
+    value = copy.deepcopy(op.get("value"))
+    if isinstance(parent, dict):
+        if kind != "add" and last not in parent:
+            raise ValueError(f"The JSON Patch operation '{kind}' failed: {path} does not exist")
+        if kind == "remove":
+            del parent[last]
         else:
-            index = next((i for i, x in enumerate(node) if str(x) == step), None)
-        if not rest:
-            if op == "remove":
-                if index is not None and index < len(node):
-                    node.pop(index)
-            elif index is None:
-                node.append(value)
-            else:
-                node[index] = value
-        elif index is not None:
-            _apply(node[index], rest, op, value, "", keys)
+            parent[last] = value
         return
-    width = len(array_keys)
-    values, rest = steps[:width], steps[width:]
-    found = [i for i, item in enumerate(node) if _matches(item, array_keys, values)]
-    if not rest:
-        if op == "remove":
-            for i in reversed(found):
-                node.pop(i)
-        elif found:
-            node[found[0]] = value
-        else:
-            node.append(value)
+    if not isinstance(parent, list):
+        raise ValueError(f"The JSON Patch operation '{kind}' failed: {path} has no parent")
+    if kind == "add" and last == "-":
+        parent.append(value)
         return
-    if not found:
-        if op == "remove":
-            return
-        node.append(_new_element(array_keys, values))
-        found = [len(node) - 1]
-    _apply(node[found[0]], rest, op, value, "", keys)
+    index = _index(last, len(parent) + (1 if kind == "add" else 0), path)
+    if kind == "add":
+        parent.insert(index, value)
+    elif kind == "remove":
+        parent.pop(index)
+    else:
+        parent[index] = value
+
+
+def _child(node: Any, step: str, path: str) -> Any:
+    if isinstance(node, dict) and step in node:
+        return node[step]
+    if isinstance(node, list):
+        return node[_index(step, len(node), path)]
+    raise ValueError(f"JSON Pointer {path} refers to a non-existing value")
+
+
+def _index(step: str, size: int, path: str) -> int:
+    if not step.isdigit() or int(step) >= size:
+        raise ValueError(f"JSON Pointer {path}: {step!r} is not an index of the array")
+    return int(step)

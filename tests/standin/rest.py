@@ -8,6 +8,7 @@ Response shapes follow what acryl-datahub 1.7 and mcp-server-datahub 0.8 parse (
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from datahub.emitter.aspect import ASPECT_MAP, TIMESERIES_ASPECT_MAP
+from datahub.emitter.serialization_helper import post_json_transform
 from datahub.metadata.urns import Urn
 
 from tests.standin import gql, timeline
@@ -198,11 +200,35 @@ class Api:
 
     def _patch(self, urn: str, name: str, operations: Any, meta: Json | None) -> None:
         array_keys = None
-        if isinstance(operations, dict):  # {"patch": [...], "arrayPrimaryKeys": {...}}
+        force = False
+        if isinstance(operations, dict):  # GenericJsonPatch: {"patch": [...], "arrayPrimaryKeys"}
             array_keys = operations.get("arrayPrimaryKeys")
+            force = operations.get("forceGenericPatch") is True
             operations = operations.get("patch", [])
-        current = self.backend.store.get(urn, name, 0)
-        value = apply_patch(current.value if current else None, operations, array_keys)
+        if not isinstance(operations, list):
+            raise ValueError(f"Invalid JSON Patch for {name} of {urn}: not a list of operations")
+        with self.backend.store.atomic():
+            current = self.backend.store.get(urn, name, 0)
+            value = apply_patch(
+                name,
+                current.value if current else None,
+                operations,
+                array_keys,
+                force_generic=force,
+            )
+            self._write_patched(urn, name, value, meta)
+
+    def _write_patched(self, urn: str, name: str, value: Json, meta: Json | None) -> None:
+        # GMS turns the patched JSON into the aspect's record and validates it before writing.
+        cls = ASPECT_MAP.get(name)
+        try:
+            valid = cls is not None and cls.from_obj(post_json_transform(copy.deepcopy(value)))
+        except Exception as exc:  # the SDK raises Avro's own errors for a misfit
+            raise ValueError(
+                f"Patched {name} of {urn} does not fit DataHub's schema: {exc}"
+            ) from exc
+        if not valid or not valid.validate():
+            raise ValueError(f"Patched {name} of {urn} does not fit DataHub's schema: {value}")
         record: Json = {
             "entityType": entity_type(urn),
             "entityUrn": urn,

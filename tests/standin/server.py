@@ -10,7 +10,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -173,10 +173,12 @@ class StandIn:
         hang: bool = False,
         times: int | None = None,
         body: str | None = None,
+        hook: Callable[[], None] | None = None,
     ) -> Fault:
         """Apply a fault to requests matching ``pattern`` (a glob over ``"METHOD /path"``, the
-        path, the GraphQL operationName or a root field). ``times=None`` means always."""
-        return self._faults.add(Fault(pattern, latency, status, hang, times, body))
+        path, the GraphQL operationName or a root field). ``times=None`` means always.
+        ``hook`` runs before the matching request is answered (it may call the server)."""
+        return self._faults.add(Fault(pattern, latency, status, hang, times, body, hook))
 
     def clear_faults(self) -> None:
         self._faults.clear()
@@ -239,6 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
             hung = delay + time.perf_counter() - waited
             self._record(req, op, 0, work, hung, 0, fault)
             return
+        if fault is not None and fault.hook is not None:
+            fault.hook()
         resumed = time.perf_counter()
         response = self._respond_to(req, op, fault)
         payload = b"" if response.body is None else json.dumps(response.body).encode()

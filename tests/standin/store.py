@@ -11,6 +11,7 @@ import json
 import threading
 import warnings
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,13 @@ class LiteStore:
         self._lite = SqliteLite(SqliteLiteConfig(file=str(self.path)))
         self._db = self._lite.sqlite_client
         self._lock = threading.RLock()
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Hold the store across a read and the write that follows it (GMS applies a patch
+        to the latest value inside one transaction)."""
+        with self._lock:
+            yield
 
     def close(self) -> None:
         """Close the file; Lite rebuilds its browse index first (``datahub lite ls``)."""

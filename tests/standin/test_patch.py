@@ -1,0 +1,110 @@
+"""The stand-in applies PATCH as GMS's templates do (see ``tests/standin/patch.py``).
+
+Patches are built with acryl-datahub's own builders, so the wire form is the SDK's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from datahub.emitter.mcp_patch_builder import MetadataPatchProposal
+from datahub.metadata.schema_classes import (
+    MetadataChangeProposalClass,
+    TagAssociationClass,
+)
+from datahub.specific.aspect_helpers.structured_properties import HasStructuredPropertiesPatch
+from datahub.specific.aspect_helpers.tags import HasTagsPatch
+
+from tests.standin.patch import apply_patch
+
+MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
+PROP = "urn:li:structuredProperty:io.x.p"
+
+
+class _Patch(HasTagsPatch, HasStructuredPropertiesPatch, MetadataPatchProposal):
+    pass
+
+
+def _applied(aspect: str, current: dict[str, Any] | None, mcp: MetadataChangeProposalClass) -> Any:
+    assert mcp.aspect is not None
+    body = json.loads(mcp.aspect.value)
+    if isinstance(body, list):
+        return apply_patch(aspect, current, body)
+    return apply_patch(aspect, current, body["patch"], body.get("arrayPrimaryKeys"))
+
+
+def _tags(*urns: str, source: str | None = None) -> list[dict[str, Any]]:
+    if source is None:
+        return [{"tag": u} for u in urns]
+    return [{"tag": u, "attribution": {"source": source, "time": 0, "actor": "a"}} for u in urns]
+
+
+def test_add_tag_keeps_every_other_tag_and_creates_a_missing_aspect() -> None:
+    [mcp] = _Patch(MODEL).add_tag(TagAssociationClass("urn:li:tag:ours")).build()
+    current = {"tags": _tags("urn:li:tag:theirs")}
+    assert _applied("globalTags", current, mcp) == {
+        "tags": _tags("urn:li:tag:theirs", "urn:li:tag:ours")
+    }
+    assert _applied("globalTags", None, mcp) == {"tags": _tags("urn:li:tag:ours")}
+    # Adding what is there replaces it in place: the patch is idempotent.
+    twice = _applied("globalTags", _applied("globalTags", current, mcp), mcp)
+    assert twice == {"tags": _tags("urn:li:tag:theirs", "urn:li:tag:ours")}
+
+
+def test_remove_tag_removes_only_that_tag_and_a_missing_one_is_a_no_op() -> None:
+    [mcp] = _Patch(MODEL).remove_tag("urn:li:tag:ours").build()
+    current = {"tags": _tags("urn:li:tag:theirs", "urn:li:tag:ours")}
+    assert _applied("globalTags", current, mcp) == {"tags": _tags("urn:li:tag:theirs")}
+    assert _applied("globalTags", {"tags": _tags("urn:li:tag:theirs")}, mcp) == {
+        "tags": _tags("urn:li:tag:theirs")
+    }
+    assert _applied("globalTags", None, mcp) == {"tags": []}
+
+
+def test_arrays_come_back_grouped_by_the_first_key_as_gms_rebuilds_them() -> None:
+    current = {
+        "tags": [
+            *_tags("urn:li:tag:a"),
+            *_tags("urn:li:tag:b", source="urn:li:x"),
+            *_tags("urn:li:tag:c"),
+        ]
+    }
+    [mcp] = _Patch(MODEL).add_tag(TagAssociationClass("urn:li:tag:d")).build()
+    assert [t["tag"] for t in _applied("globalTags", current, mcp)["tags"]] == [
+        "urn:li:tag:a",
+        "urn:li:tag:c",
+        "urn:li:tag:d",
+        "urn:li:tag:b",
+    ]
+
+
+def test_a_trailing_empty_segment_fails_on_first_touch_as_before_gms_17449() -> None:
+    """The SDK's ``set_structured_property`` path ends in ``/`` (the empty source)."""
+    [mcp] = _Patch(MODEL).set_structured_property(PROP, ["x"]).build()
+    assert mcp.aspect is not None and b'/", "value"' in mcp.aspect.value
+    with pytest.raises(ValueError, match="non-existing"):
+        _applied("structuredProperties", {"properties": []}, mcp)
+    # With the property already there, the parent exists and the value is replaced.
+    current = {"properties": [{"propertyUrn": PROP, "values": [{"string": "old"}]}]}
+    assert _applied("structuredProperties", current, mcp) == {
+        "properties": [{"propertyUrn": PROP, "values": [{"string": "x"}]}]
+    }
+
+
+def test_remove_structured_property_keeps_the_others() -> None:
+    [mcp] = _Patch(MODEL).remove_structured_property(PROP).build()
+    theirs = {"propertyUrn": "urn:li:structuredProperty:io.x.theirs", "values": [{"double": 1.0}]}
+    current = {"properties": [{"propertyUrn": PROP, "values": [{"string": "x"}]}, theirs]}
+    assert _applied("structuredProperties", current, mcp) == {"properties": [theirs]}
+
+
+def test_template_patches_and_refusals() -> None:
+    # An old-style patch (a bare list) uses the aspect's template keys.
+    ops = [{"op": "add", "path": "/tags/urn:li:tag:x", "value": {"tag": "urn:li:tag:x"}}]
+    assert apply_patch("globalTags", None, ops) == {"tags": _tags("urn:li:tag:x")}
+    with pytest.raises(ValueError, match="not supported"):
+        apply_patch("incidentInfo", None, ops)
+    with pytest.raises(ValueError, match="does not exist"):
+        apply_patch("globalTags", {"tags": []}, [{"op": "replace", "path": "/x", "value": 1}])
