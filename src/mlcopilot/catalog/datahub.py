@@ -35,7 +35,6 @@ from functools import lru_cache
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
     ENTITY_TYPE_TO_ASPECT_NAMES,
     StructuredPropertyDefinitionClass,
@@ -48,6 +47,7 @@ from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog import datahub_queries as q
 from mlcopilot.catalog.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.catalog.proposals import proposals
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
@@ -437,8 +437,11 @@ class DataHubCatalog:
         Exactly Lite's semantics: writes to one entity fold in order, missing tags and
         structured property definitions are created, and re-applying returns ``[]``. What is
         there is read fresh (not from this scan's cache), and only changed aspects are
-        emitted, as UPSERTs of deterministic urns — never ``raiseIncident``, which would make
-        a new incident on every retry. Documents need DataHub ≥ 1.4; on an older server they
+        emitted, in one batch: tags and structured properties as PATCHes of just the entries
+        changed, so what someone else writes meanwhile stays (see
+        :mod:`mlcopilot.catalog.proposals`); incidents, documents and definitions as UPSERTs
+        of deterministic urns — never ``raiseIncident``, which would make a new incident on
+        every retry. Documents need DataHub ≥ 1.4; on an older server they
         are skipped, logged and listed in :attr:`skipped_writes`.
         """
         wanted, self.skipped_writes = self._gate_documents(writes)
@@ -446,17 +449,20 @@ class DataHubCatalog:
         needs += [urn for w in wanted for urn in ax.write_prerequisites(w)]
         state = self.write_state(needs)
         pending: dict[tuple[Urn, str], ax.JsonObject] = {}
+        read: dict[tuple[Urn, str], ax.JsonObject | None] = {}
         changed: list[Write] = []
         for write in wanted:
             updates = ax.write_updates(write, state)
             for urn, name, value in updates:
+                if (urn, name) not in read:
+                    read[(urn, name)] = state.get(urn, {}).get(name)
                 state.setdefault(urn, {})[name] = value
                 pending[(urn, name)] = value
             if updates:
                 changed.append(write)
         _check_writable(pending)  # a dry run refuses what the real one would
         if pending and not dry_run:
-            self._emit(pending)
+            self._emit(pending, read)
         return changed
 
     def close(self) -> None:
@@ -548,7 +554,7 @@ class DataHubCatalog:
             if d.urn in missing
         }
         if pending and not dry_run:
-            self._emit(pending)
+            self._emit(pending, {})
         return [d.urn for d in definitions if d.urn in missing]
 
     # --- reading -------------------------------------------------------------------------
@@ -839,15 +845,17 @@ class DataHubCatalog:
         )
         return [w for w in writes if not isinstance(w, DocumentWrite)], tuple(documents)
 
-    def _emit(self, pending: Mapping[tuple[Urn, str], ax.JsonObject]) -> None:
+    def _emit(
+        self,
+        pending: Mapping[tuple[Urn, str], ax.JsonObject],
+        read: Mapping[tuple[Urn, str], ax.JsonObject | None],
+    ) -> None:
+        """Send ``pending``: tags and properties as patches from ``read``, the rest whole."""
         _check_writable(pending)
         try:
-            mcps = [
-                MetadataChangeProposalWrapper(entityUrn=urn, aspect=ax.from_json(name, value))
-                for (urn, name), value in pending.items()
-            ]
-        except ax.TranslationError as exc:
-            raise CatalogError(f"cannot write to {self.label}: {exc}") from exc
+            mcps = proposals(pending, read)
+        except CatalogError as exc:
+            raise CatalogError(f"{self.label}: {exc}") from exc
         try:
             self._client.emit(mcps)
         finally:

@@ -26,6 +26,7 @@ import requests
 from datahub.configuration.common import ConfigurationError, GraphError, OperationalError
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.ingestion.graph.client import DataHubGraph
+from datahub.metadata.schema_classes import MetadataChangeProposalClass
 from datahub.utilities.server_config_util import RestServiceConfig
 
 from mlcopilot.catalog.connection import DataHubSettings
@@ -140,8 +141,10 @@ class GmsClient:
             )
         return [entity for entity in body if isinstance(entity, dict)]
 
-    def emit(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> None:
-        """Write ``mcps`` (UPSERTs) in as few requests as the payload limits allow."""
+    def emit(
+        self, mcps: Sequence[MetadataChangeProposalWrapper | MetadataChangeProposalClass]
+    ) -> None:
+        """Write ``mcps`` (UPSERTs and PATCHes) in as few requests as the payload limits allow."""
         if mcps:
             with self._errors(f"write of {len(mcps)} aspect(s)"):
                 self._graph().emit_mcps(list(mcps))

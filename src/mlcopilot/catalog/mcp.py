@@ -57,11 +57,14 @@ Writes: the state to compare with is read fresh; the intents fold in order with 
 rule of the Lite and DataHub backends, so the same writes report the same changes. Only the
 net difference per entity is sent. The tag and property tools refuse an entity DataHub does
 not have, and the removals a tag or property with no definition entity; those few writes go
-through the SDK instead. Documents keep mlcopilot's deterministic urns: ``save_document`` is given
-the urn (``urn:li:document:mlcopilot-…``), and its update restriction, which refuses any urn
-not yet inside its "Shared" folder, is switched off for the server this backend runs — it
-only ever receives urns mlcopilot derives. A document counts as changed when its title, text
-or related assets differ; ``save_document`` sets its own timestamps and folder.
+through the SDK instead, as PATCHes of just the entries changed (like the tools, they leave
+every other tag and property as DataHub holds it when the write lands; see
+:mod:`mlcopilot.catalog.proposals`). Documents keep mlcopilot's deterministic urns:
+``save_document`` is given the urn (``urn:li:document:mlcopilot-…``), and its update
+restriction, which refuses any urn not yet inside its "Shared" folder, is switched off for
+the server this backend runs — it only ever receives urns mlcopilot derives. A document
+counts as changed when its title, text or related assets differ; ``save_document`` sets its
+own timestamps and folder.
 
 The server is spawned on first use with telemetry off, write tools on, the default search view
 off (it would filter the model list) and a large response token budget; token-budget
@@ -82,7 +85,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
 from datahub.metadata.urns import Urn as SdkUrn
 from datahub.utilities.urns.error import InvalidUrnError
@@ -101,6 +103,7 @@ from mlcopilot.catalog.mcp_session import (
     DEFAULT_STARTUP_TIMEOUT,
     McpSession,
 )
+from mlcopilot.catalog.proposals import proposals
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
@@ -609,7 +612,7 @@ class McpCatalog:
         document_calls = [("save_document", _document_args(w)) for w in plan.documents.values()]
         calls = [*tag_calls, *property_calls, *document_calls]
         self._require_tools({tool for tool, _ in calls})
-        self._emit(by_sdk)
+        self._emit(by_sdk, plan.before)
         # One at a time: GMS's tag and property mutations read, modify and write the aspect.
         for tool, arguments in calls:
             self._check_success(tool, self._call(tool, arguments))
@@ -679,16 +682,15 @@ class McpCatalog:
                 "use --catalog datahub:URL"
             )
 
-    def _emit(self, aspects: Mapping[tuple[Urn, str], ax.JsonObject]) -> None:
+    def _emit(self, aspects: Mapping[tuple[Urn, str], ax.JsonObject], before: _State) -> None:
+        """Send through the SDK: tags and properties as patches from ``before``, the rest whole."""
         if not aspects:
             return
+        read = {(urn, name): before.get(urn, {}).get(name) for urn, name in aspects}
         try:
-            mcps = [
-                MetadataChangeProposalWrapper(entityUrn=urn, aspect=ax.from_json(name, value))
-                for (urn, name), value in aspects.items()
-            ]
-        except ax.TranslationError as exc:
-            raise CatalogError(f"cannot write to {self.label}: {exc}") from exc
+            mcps = proposals(aspects, read)
+        except CatalogError as exc:
+            raise CatalogError(f"{self.label}: {exc}") from exc
         self._gms.emit(mcps)
 
     def _check_success(self, tool: str, answer: Any) -> None:
