@@ -58,9 +58,13 @@ def demo_catalog(mlcopilot):
 
 
 def assert_report_contract(report: dict[str, Any]) -> None:
-    """The public JSON report, version 1: exact keys and types."""
-    assert set(report) == {"version", "now", "catalog", "models", "incidents"}
-    assert report["version"] == 1
+    """The public JSON report, version 2: exact keys and types."""
+    assert set(report) == {"version", "now", "catalog", "models", "incidents", "summary", "notes"}
+    assert report["version"] == 2
+    assert set(report["summary"]) == {"models", "findings", "unknown", "gaps", "models_with_gaps"}
+    assert all(isinstance(n, int) for n in report["summary"].values())
+    assert report["summary"]["models"] == len(report["models"])
+    assert all(isinstance(n, str) for n in report["notes"])
     assert isinstance(report["now"], str)
     assert isinstance(report["catalog"], str)
     assert set(report["incidents"]) == {"opened", "updated", "resolved"}
@@ -68,9 +72,12 @@ def assert_report_contract(report: dict[str, Any]) -> None:
         assert all(isinstance(i, str) for i in ids)
     for model in report["models"]:
         assert set(model) == {"urn", "coverage", "findings"}
-        assert set(model["coverage"]) == {"nodes", "truncated", "unknown"}
+        assert set(model["coverage"]) == {"nodes", "truncated", "unknown", "gaps"}
         assert isinstance(model["coverage"]["nodes"], int)
         assert isinstance(model["coverage"]["truncated"], bool)
+        for gap in model["coverage"]["gaps"]:
+            assert set(gap) == {"entity", "reason"}
+            assert gap["entity"].startswith("urn:li:") and gap["reason"]
         for finding in model["findings"]:
             assert set(finding) == {
                 "id", "check", "severity", "entity", "field", "change",

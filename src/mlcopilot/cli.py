@@ -34,7 +34,8 @@ from mlcopilot.clock import OffsetClock
 from mlcopilot.delivery import hand_change_request, scan_delivery
 from mlcopilot.delivery import relay as build_relay
 from mlcopilot.errors import MlCopilotError, UsageError
-from mlcopilot.model import Incident, IncidentState, Severity, short_name
+from mlcopilot.model import Incident, IncidentState, Severity
+from mlcopilot.names import short_name
 from mlcopilot.outbox import OutboxStatus
 from mlcopilot.protocols import Catalog, StateStore, WalkLimits
 from mlcopilot.relay import RelayReport
@@ -44,6 +45,7 @@ from mlcopilot.scan import ScanOptions, ScanResult, accept_baselines, scan
 from mlcopilot.sinks.config import NotifySettings
 from mlcopilot.terminal import print_incidents, print_outbox, print_relay, print_scan, print_writes
 from mlcopilot.wiring import Environment, open_catalog, open_lite, open_state
+from mlcopilot.wording import count
 
 app = typer.Typer(
     name="mlcopilot",
@@ -468,8 +470,8 @@ def _deliver(
     with _opened(env, catalog, state_url) as (cat, store):
         now = datetime.now(UTC)
         if retry:
-            count = store.retry_outbox(retry_ids, now=now)
-            out.print(f"{count} dead row(s) made pending again.")
+            retried = store.retry_outbox(retry_ids, now=now)
+            out.print(f"{count(retried, 'dead row')} made pending again.")
         relay, datahub = build_relay(settings, cat, store, OffsetClock(now))
         report = relay.run()
     _print_delivery(report, len(datahub.applied))
@@ -481,7 +483,7 @@ def _print_delivery(report: RelayReport, applied: int) -> None:
     if not report.delivered and report.ok:
         out.print("Nothing was due.")
     elif applied:
-        out.print(f"Write-back: {applied} change(s) to the catalog.")
+        out.print(f"Write-back: {count(applied, 'change')} to the catalog.")
     print_relay(report, out)
 
 
@@ -497,7 +499,7 @@ def baseline_accept(
     with _opened(env, catalog, state_url) as (cat, store):
         accepted = accept_baselines(cat, store, model, now=datetime.now(UTC))
     out.print(
-        f"Accepted the current schema of {len(accepted)} upstream dataset(s) for "
+        f"Accepted the current schema of {count(len(accepted), 'upstream dataset')} for "
         f"{short_name(model)}; the next scan resolves their drift incidents."
     )
 

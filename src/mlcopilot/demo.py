@@ -31,7 +31,8 @@ from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
 from mlcopilot.clock import OffsetClock
 from mlcopilot.delivery import notification_sinks
-from mlcopilot.model import IncidentWrite, short_name
+from mlcopilot.model import IncidentWrite
+from mlcopilot.names import short_name
 from mlcopilot.outbox import Sink
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
@@ -39,6 +40,7 @@ from mlcopilot.sinks.config import NotifySettings
 from mlcopilot.sinks.preview import Preview, PreviewGitHub, PreviewSlack
 from mlcopilot.store import default_state_url, open_store
 from mlcopilot.terminal import print_scan
+from mlcopilot.wording import count
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD)"
@@ -116,7 +118,7 @@ class _Notifications:
         }
         self.console.print()
         self.console.print(
-            f"[bold]What GitHub and Slack would receive[/] ({len(fresh)} request(s); saved "
+            f"[bold]What GitHub and Slack would receive[/] ({count(len(fresh), 'request')}; saved "
             f"exactly under {escape(str(self.folder))}):"
         )
         for preview in fresh:
@@ -166,11 +168,13 @@ def _summary(preview: Preview) -> str:
     payload = preview.payload
     if preview.sink == "github" and preview.action == "open":
         body_lines = str(payload["body"]).count("\n") + 1
-        return f"title: {payload['title']}  (body: {body_lines} lines of markdown, Mermaid diagram)"
+        body = f"{count(body_lines, 'line')} of markdown, Mermaid diagram"
+        return f"title: {payload['title']}  (body: {body})"
     if preview.sink == "github":
         first = next((x for x in str(payload.get("body", "")).splitlines()[1:] if x.strip()), "")
         return first or json.dumps(payload)
-    return f"text: {payload.get('text', '')}  ({len(payload.get('blocks', []))} Block Kit blocks)"
+    blocks = count(len(payload.get("blocks", [])), "Block Kit block")
+    return f"text: {payload.get('text', '')}  ({blocks})"
 
 
 def _story(
@@ -233,7 +237,7 @@ def _story(
 def _load(catalog: LiteCatalog, name: str) -> str:
     with as_file(files("mlcopilot") / "demo_data" / name) as path:
         summary = load_metadata_files(catalog, [path])
-    return f"{summary.records} aspects for {summary.urns} entities"
+    return f"{count(summary.records, 'aspect')} for {count(summary.urns, 'entity')}"
 
 
 def _show_writeback(catalog: LiteCatalog, result: ScanResult, path: Path, console: Console) -> None:

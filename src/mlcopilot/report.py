@@ -1,6 +1,8 @@
 """Scan reports as data: the versioned JSON contract and a markdown summary.
 
-The JSON shape is a public contract (``version`` 1); add to it only in a new version.
+The JSON shape is a public contract (``version``); add to it only in a new version. Version 2
+is version 1 plus ``coverage.gaps`` per model, ``summary`` and ``notes``; nothing of version 1
+changed meaning, so a version-1 reader that ignores unknown keys reads version 2 unchanged.
 """
 
 from __future__ import annotations
@@ -9,16 +11,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from mlcopilot.model import Finding, Incident, ModelReport, short_name
+from mlcopilot.model import Finding, Incident, ModelReport
+from mlcopilot.names import short_name
 from mlcopilot.outbox import OutboxItem
 from mlcopilot.redact import redact
 from mlcopilot.scan import ScanResult
+from mlcopilot.wording import count
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 
 
 def report_dict(result: ScanResult) -> dict[str, Any]:
-    """The scan report in the public JSON shape (version 1)."""
+    """The scan report in the public JSON shape (version 2)."""
+    summary = result.summary
     return {
         "version": REPORT_VERSION,
         "now": result.now.isoformat(),
@@ -29,6 +34,14 @@ def report_dict(result: ScanResult) -> dict[str, Any]:
             "updated": [i.id for i in result.changes.updated],
             "resolved": [i.id for i in result.changes.resolved],
         },
+        "summary": {
+            "models": summary.models,
+            "findings": summary.findings,
+            "unknown": summary.unknown,
+            "gaps": summary.gaps,
+            "models_with_gaps": summary.models_with_gaps,
+        },
+        "notes": list(result.notes),
     }
 
 
@@ -39,6 +52,7 @@ def _model_dict(report: ModelReport) -> dict[str, Any]:
             "nodes": len(report.lineage.nodes),
             "truncated": report.lineage.truncated,
             "unknown": sorted(report.unknown),
+            "gaps": [{"entity": g.entity, "reason": g.reason} for g in report.gaps],
         },
         "findings": [finding_dict(f) for f in report.findings],
     }
@@ -94,36 +108,50 @@ def render_incidents_json(incidents: Sequence[Incident]) -> str:
 def render_markdown(result: ScanResult) -> str:
     """A markdown report, for pull-request comments and CI job summaries."""
     lines = [f"# mlcopilot scan — {result.now.isoformat()}", "", f"Catalog: `{result.catalog}`", ""]
+    lines += [item for note in result.notes for item in (_md(note), "")]
     for model in result.models:
-        lineage = model.lineage
-        lines += [f"## {short_name(model.urn)}", "", f"`{model.urn}`", ""]
-        coverage = f"Walked {len(lineage.nodes)} nodes"
-        if lineage.truncated:
-            coverage += " (**truncated**: a hop or node cap was reached)"
-        if model.unknown:
-            coverage += f"; {len(model.unknown)} lacked metadata a check needed"
-        lines += [coverage + ".", ""]
-        if model.findings:
-            lines += ["| Severity | Check | Entity | Field | Finding |", "|---|---|---|---|---|"]
-            lines += [
-                f"| {f.severity.value} | {f.check} | {_md(short_name(f.entity))} "
-                f"| {_md(f.field or '')} | {_md(f.message)} |"
-                for f in model.findings
-            ]
-        else:
-            lines.append("No findings.")
-        if model.unknown:
-            lines += ["", "Unknown (not checked):", ""]
-            lines += [
-                f"- `{urn}`: {'; '.join(reasons)}" for urn, reasons in sorted(model.unknown.items())
-            ]
-        lines.append("")
+        lines += _markdown_model(model)
     changes = result.changes
     lines.append(
         f"Incidents: {len(changes.opened)} opened, {len(changes.updated)} still open, "
         f"{len(changes.resolved)} resolved."
     )
+    lines += ["", result.summary.sentence()]
     return "\n".join(lines) + "\n"
+
+
+def _markdown_model(model: ModelReport) -> list[str]:
+    lineage = model.lineage
+    lines = [f"## {_md(short_name(model.urn))}", "", f"`{model.urn}`", ""]
+    coverage = f"Walked {count(len(lineage.nodes), 'node')}"
+    if lineage.truncated:
+        coverage += " (**truncated**: a hop or node cap was reached)"
+    if model.unknown:
+        coverage += f"; {count(len(model.unknown), 'entity')} lacked metadata a check needed"
+    if model.gaps:
+        coverage += f"; {count(len(model.gaps), 'coverage gap')}"
+    lines += [coverage + ".", ""]
+    if model.findings:
+        lines += ["| Severity | Check | Entity | Field | Finding |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {f.severity.value} | {f.check} | {_md(short_name(f.entity))} "
+            f"| {_md(f.field or '')} | {_md(f.message)} |"
+            for f in model.findings
+        ]
+    elif model.gaps:
+        lines.append("No findings, but coverage is incomplete: see the gaps below.")
+    else:
+        lines.append("No findings.")
+    if model.gaps:
+        lines += ["", "Coverage gaps (lineage stops before a dataset; not checked):", ""]
+        lines += [f"- `{gap.entity}`: {_md(gap.reason)}" for gap in model.gaps]
+    if model.unknown:
+        lines += ["", "Unknown (not checked):", ""]
+        lines += [
+            f"- `{urn}`: {'; '.join(reasons)}" for urn, reasons in sorted(model.unknown.items())
+        ]
+    lines.append("")
+    return lines
 
 
 def _md(text: str) -> str:

@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from mlcopilot.acks import AckReport, AckSource, read_back
 from mlcopilot.clock import Clock, OffsetClock
+from mlcopilot.coverage import coverage_gaps
 from mlcopilot.errors import CatalogError, UsageError
 from mlcopilot.impact import column_usage
 from mlcopilot.incidents import reconcile
@@ -41,6 +42,7 @@ from mlcopilot.protocols import Catalog, Check, CheckContext, StateStore, WalkLi
 from mlcopilot.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
 from mlcopilot.sinks.datahub import DataHubSink, encode_writes
 from mlcopilot.store import StoreConflict
+from mlcopilot.wording import count
 from mlcopilot.writeback import plan_writeback
 
 Progress = Callable[[int, int, Urn], None]
@@ -68,6 +70,18 @@ class BatchedHistory(Protocol):
         self, requests: Iterable[tuple[Urn, datetime]]
     ) -> dict[tuple[Urn, datetime], Schema | None]:
         """:meth:`~mlcopilot.protocols.Catalog.schema_as_of` of each (urn, time), in batches."""
+        ...
+
+
+@runtime_checkable
+class EntityCensus(Protocol):
+    """A catalog that can say how many entities of each type it holds (optional).
+
+    Used to say what a catalog without ML models does hold, rather than just "nothing".
+    """
+
+    def entity_counts(self) -> Mapping[str, int]:
+        """The number of entities of each entity type (``dataset``, ``dataJob``...)."""
         ...
 
 
@@ -121,11 +135,46 @@ class ScanResult:
     """What the relay delivered after the commit (None: not run)."""
     acks: AckReport = field(default_factory=AckReport)
     """Acknowledgements read back from DataHub and GitHub."""
+    notes: tuple[str, ...] = ()
+    """What the reader should know about the scan as a whole (e.g. there was nothing to scan)."""
 
     @property
     def findings(self) -> list[Finding]:
         """All findings of all models."""
         return [f for m in self.models for f in m.findings]
+
+    @property
+    def summary(self) -> ScanSummary:
+        """The scan's totals, for the last line of every report."""
+        return ScanSummary(
+            models=len(self.models),
+            findings=sum(len(m.findings) for m in self.models),
+            unknown=sum(len(m.unknown) for m in self.models),
+            gaps=sum(len(m.gaps) for m in self.models),
+            models_with_gaps=sum(1 for m in self.models if m.gaps),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSummary:
+    """A scan's totals: models, findings, entities that lacked metadata, coverage gaps."""
+
+    models: int
+    findings: int
+    unknown: int
+    """Entities (counted once per model) that lacked metadata some check needed."""
+    gaps: int
+    models_with_gaps: int
+
+    def sentence(self) -> str:
+        """The totals as one line of the terminal and markdown reports."""
+        gaps = (
+            f"{count(self.models_with_gaps, 'model')} with coverage gaps "
+            f"({count(self.gaps, 'gap')})"
+            if self.gaps
+            else "no coverage gaps"
+        )
+        return f"Scanned {count(self.models, 'model')}: {count(self.findings, 'finding')}; {gaps}."
 
 
 def scan(
@@ -178,6 +227,19 @@ def _scan(
     delivery = delivery or Delivery()
     started_at = options.now
     models = _models_to_scan(catalog, options.models)
+    if not models:
+        # Nothing to walk, reconcile or deliver: say what the catalog holds and stop, with
+        # nothing stored (no run, no outbox rows) and nothing written back.
+        return ScanResult(
+            now=options.now,
+            catalog=catalog.label,
+            models=(),
+            changes=IncidentChanges(),
+            writes=(),
+            dry_run=options.dry_run,
+            run_id=None,
+            notes=(_nothing_to_scan(catalog),),
+        )
     reports: list[ModelReport] = []
     baselines: list[Baseline] = []
     evaluated = _Evaluated(frozenset(check.name for check in checks))
@@ -289,12 +351,13 @@ def _relay(
 
 
 def _models_to_scan(catalog: Catalog, requested: Sequence[Urn]) -> list[Urn]:
+    """The models to scan; empty when the catalog holds entities but no ML model."""
     if not requested:
         models = catalog.models()
-        if not models:
+        if not models and isinstance(catalog, EntityCensus) and not catalog.entity_counts():
             raise CatalogError(
-                f"{catalog.label}: the catalog has no ML models (mlModel entities) to scan; "
-                "load metadata with `mlcopilot catalog load FILE`"
+                f"{catalog.label}: the catalog is empty, it has no ML models (mlModel "
+                "entities) to scan; load metadata with `mlcopilot catalog load FILE`"
             )
         return models
     for urn in requested:
@@ -308,6 +371,17 @@ def _models_to_scan(catalog: Catalog, requested: Sequence[Urn]) -> list[Urn]:
     if missing:
         raise UsageError(f"--model {missing[0]}: no such model in {catalog.label}")
     return list(dict.fromkeys(requested))
+
+
+def _nothing_to_scan(catalog: Catalog) -> str:
+    """What a catalog without ML models holds, e.g. ``No ML models in lite:PATH (...).``."""
+    held = ""
+    if isinstance(catalog, EntityCensus):
+        counts = catalog.entity_counts()
+        by_type = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        detail = ", ".join(count(n, entity_type) for entity_type, n in by_type)
+        held = f" (it holds {count(sum(counts.values()), 'entity')}: {detail})"
+    return f"No ML models in {catalog.label}{held}. Nothing to scan."
 
 
 def _scan_model(
@@ -352,6 +426,7 @@ def _scan_model(
         findings=tuple(sorted(findings, key=lambda f: (-f.severity.rank, f.entity, f.field or ""))),
         unknown={u: tuple(r) for u, r in unknown.items()},
         errors=tuple(errors),
+        gaps=coverage_gaps(lineage),
     )
     return report, missed
 

@@ -12,17 +12,19 @@ from mlcopilot.model import (
     DocumentWrite,
     Incident,
     IncidentWrite,
+    ModelReport,
     PropertyWrite,
     Severity,
     TagWrite,
     Write,
-    short_name,
 )
+from mlcopilot.names import short_name
 from mlcopilot.outbox import OutboxItem, PlannedRow, decode_notification
 from mlcopilot.redact import redact
 from mlcopilot.relay import RelayReport
 from mlcopilot.scan import ScanResult
 from mlcopilot.sinks.content import headline
+from mlcopilot.wording import count
 
 SEVERITY_STYLE = {
     Severity.CRITICAL: "bold red",
@@ -34,42 +36,17 @@ SEVERITY_STYLE = {
 
 def print_scan(result: ScanResult, console: Console, *, previewed: Collection[str] = ()) -> None:
     """Render a scan result as readable tables (``previewed`` sinks only showed, not sent)."""
+    for note in result.notes:
+        console.print(escape(note))
     for report in result.models:
-        lineage = report.lineage
-        console.print()
-        console.print(f"[bold]{escape(short_name(report.urn))}[/]  [dim]{escape(report.urn)}[/]")
-        coverage = f"  walked {len(lineage.nodes)} nodes"
-        if lineage.truncated:
-            coverage += " [bold yellow](truncated: a hop or node cap was reached)[/]"
-        if report.unknown:
-            coverage += f", {len(report.unknown)} lacked metadata a check needed"
-        console.print(coverage)
-        if report.findings:
-            table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
-            for column in ("severity", "check", "entity", "field", "finding"):
-                table.add_column(column, overflow="fold")
-            for f in report.findings:
-                style = SEVERITY_STYLE[f.severity]
-                table.add_row(
-                    f"[{style}]{f.severity.value}[/]",
-                    f.check,
-                    escape(short_name(f.entity)),
-                    escape(f.field or ""),
-                    escape(f.message),
-                )
-            console.print(table)
-        else:
-            console.print("  [green]no findings[/]")
-        for urn, reasons in sorted(report.unknown.items()):
-            console.print(
-                f"  [dim]unknown: {escape(short_name(urn))}: {escape('; '.join(reasons))}[/]"
-            )
+        _print_model(report, console)
     changes = result.changes
     console.print()
     console.print(
         f"Incidents: [bold]{len(changes.opened)}[/] opened, {len(changes.updated)} still open, "
         f"[green]{len(changes.resolved)}[/] resolved."
     )
+    console.print(escape(result.summary.sentence()))
     print_writes(result.writes, console, dry_run=result.dry_run)
     print_notifications(result.notifications, console, dry_run=result.dry_run)
     for incident_id, who in sorted(result.acks.acknowledged.items()):
@@ -78,6 +55,42 @@ def print_scan(result: ScanResult, console: Console, *, previewed: Collection[st
         console.print(f"[yellow]warning:[/] {escape(redact(warning))}")
     if result.relay is not None:
         print_relay(result.relay, console, previewed=previewed)
+
+
+def _print_model(report: ModelReport, console: Console) -> None:
+    lineage = report.lineage
+    console.print()
+    console.print(f"[bold]{escape(short_name(report.urn))}[/]  [dim]{escape(report.urn)}[/]")
+    coverage = f"  walked {count(len(lineage.nodes), 'node')}"
+    if lineage.truncated:
+        coverage += " [bold yellow](truncated: a hop or node cap was reached)[/]"
+    if report.unknown:
+        coverage += f", {count(len(report.unknown), 'entity')} lacked metadata a check needed"
+    if report.gaps:
+        coverage += f", [yellow]{count(len(report.gaps), 'coverage gap')}[/]"
+    console.print(coverage)
+    if report.findings:
+        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
+        for column in ("severity", "check", "entity", "field", "finding"):
+            table.add_column(column, overflow="fold")
+        for f in report.findings:
+            style = SEVERITY_STYLE[f.severity]
+            table.add_row(
+                f"[{style}]{f.severity.value}[/]",
+                f.check,
+                escape(short_name(f.entity)),
+                escape(f.field or ""),
+                escape(f.message),
+            )
+        console.print(table)
+    elif report.gaps:
+        console.print("  [yellow]no findings, but coverage is incomplete: see the gaps below[/]")
+    else:
+        console.print("  [green]no findings[/]")
+    for gap in report.gaps:
+        console.print(f"  [yellow]gap:[/] {escape(short_name(gap.entity))}: {escape(gap.reason)}")
+    for urn, reasons in sorted(report.unknown.items()):
+        console.print(f"  [dim]unknown: {escape(short_name(urn))}: {escape('; '.join(reasons))}[/]")
 
 
 def print_notifications(rows: Sequence[PlannedRow], console: Console, *, dry_run: bool) -> None:
@@ -146,7 +159,7 @@ def print_writes(writes: Sequence[Write], console: Console, *, dry_run: bool) ->
     if not writes:
         console.print(f"Write-back: catalog already up to date ({verb} nothing).")
         return
-    console.print(f"Write-back {verb} {len(writes)} change(s) to the catalog:")
+    console.print(f"Write-back {verb} {count(len(writes), 'change')} to the catalog:")
     for write in writes:
         console.print(f"  - {escape(describe_write(write))}")
 

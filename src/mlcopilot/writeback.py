@@ -19,8 +19,8 @@ from mlcopilot.model import (
     TagWrite,
     Urn,
     Write,
-    short_name,
 )
+from mlcopilot.names import short_name
 
 OPEN_RISKS_PROPERTY = "urn:li:structuredProperty:io.mlcopilot.openRisks"
 """Structured property on each scanned model: one value per risk kind that is open, or "none"."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from mlcopilot.model import Urn, short_name
+from mlcopilot.model import Urn
+from mlcopilot.names import short_name
 from mlcopilot.outbox import GroupSnapshot, Member, Notification
+from mlcopilot.wording import count
 
 KIND: dict[str, str] = {
     "schema_drift": "Schema drift",
@@ -54,7 +56,7 @@ def headline(notification: Notification) -> str:
     where = short_name(group.entity)
     models = len(group.models)
     fields = len({(m.model, m.field) for m in group.open_members or group.members})
-    scope = f"{models} model{'s' * (models != 1)}, {fields} finding{'s' * (fields != 1)}"
+    scope = f"{count(models, 'model')}, {count(fields, 'finding')}"
     if notification.action == "resolve":
         return f"Resolved: {kind} at {where} ({scope})"
     return f"{kind} at {where} ({scope})"

@@ -11,10 +11,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from mlcopilot.model import Urn, short_name
+from mlcopilot.model import Urn
+from mlcopilot.names import short_name
 from mlcopilot.outbox import GroupSnapshot, Member, Notification
 from mlcopilot.sinks.content import KIND, WHY, change_word, entity_url, headline, marker
 from mlcopilot.sinks.text import clean, md_block, md_code, mermaid_label, truncate
+from mlcopilot.wording import count
 from mlcopilot.writeback import SUGGESTED_ACTIONS
 
 TITLE_LIMIT = 256
@@ -31,7 +33,7 @@ def issue_title(notification: Notification) -> str:
     kind = KIND.get(group.check, group.check)
     models = len(group.models)
     findings = len({(m.model, m.field) for m in group.members})
-    scope = f"{models} model{'s' * (models != 1)}, {findings} finding{'s' * (findings != 1)}"
+    scope = f"{count(models, 'model')}, {count(findings, 'finding')}"
     prefix, suffix = f"[mlcopilot] {kind} at ", f" ({scope})"
     room = TITLE_LIMIT - len(prefix) - len(suffix) - 4
     return truncate(prefix + md_code(short_name(group.entity), room) + suffix, TITLE_LIMIT)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mlcopilot.model import short_name
+from mlcopilot.names import short_name
 from mlcopilot.outbox import GroupSnapshot, Member, Notification
 from mlcopilot.sinks.content import KIND, WHY, change_word, entity_url, headline
 from mlcopilot.sinks.text import slack_code, slack_plain, slack_text, truncate
