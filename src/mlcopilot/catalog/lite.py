@@ -23,10 +23,11 @@ from types import TracebackType
 from typing import Any, Self
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.lite.sqlite_lite import SqliteLite
+from datahub.emitter.serialization_helper import pre_json_transform
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 
 from mlcopilot.catalog import aspects as ax
+from mlcopilot.catalog.lite_writer import TIMESERIES, LiteWriter, Outcome, TransactionalLite
 from mlcopilot.errors import CatalogError
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import Edge, Lineage, Node, Schema, Urn, Write
@@ -50,9 +51,8 @@ class LiteCatalog:
     def __init__(self, path: str | Path, *, create: bool = False) -> None:
         self._path = Path(path)
         self._create = create
-        self._lite: SqliteLite | None = None
+        self._lite: TransactionalLite | None = None
         self._writable = False
-        self._reindex = False
         self._reverse: dict[Urn, list[Edge]] | None = None
         self._nodes: dict[Urn, Node] = {}
         self._edges: dict[Urn, list[Edge]] = {}
@@ -240,19 +240,72 @@ class LiteCatalog:
         return changed
 
     def ingest(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> int:
-        """Write validated MCPs in order; return how many new aspect versions they made.
+        """Write validated MCPs in order, in one transaction; return the new aspect versions.
 
         An aspect identical to the stored one makes no new version (Lite only re-dates it).
-        Lite's browse index (``datahub lite ls``) is rebuilt on :meth:`close`.
         """
-        new_versions = self._write(mcps)
-        self._reindex = True
-        return new_versions
+        return self._write(mcps)
+
+    @contextmanager
+    def writing(self) -> Iterator[LiteWriter]:
+        """One transaction for many aspect writes: all of them are stored, or none.
+
+        The writes go into Lite's table directly, in Lite's row format
+        (:mod:`mlcopilot.catalog.lite_writer`). Any exception inside the block, or the process
+        dying, leaves the file as it was: SQLite's journal undoes an uncommitted transaction.
+
+        Raises:
+            CatalogError: when the file cannot be opened or written (a full disk included).
+        """
+        lite = self._handle(writable=True)
+        self._forget()
+        client = lite.sqlite_client
+        with self._errors():
+            client.execute("BEGIN IMMEDIATE")  # take the write lock now, not at the first row
+            lite.start_deferring()
+            try:
+                writer = LiteWriter(lite)
+                yield writer
+                writer.finish()
+                client.commit()
+            except BaseException:
+                client.rollback()
+                raise
+            finally:
+                lite.stop_deferring()
+                self._forget()
+            # A large load leaves a WAL as big as itself: fold it into the file and drop it.
+            client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def timeseries(
+        self, urn: Urn, aspect_name: str, limit: int | None = None
+    ) -> list[ax.JsonObject]:
+        """Every stored event of a timeseries aspect of ``urn``, newest ``timestampMillis`` first.
+
+        Args:
+            urn: The entity.
+            aspect_name: A timeseries aspect (``operation``, ``datasetProfile``, ...).
+            limit: At most this many events (the newest ones).
+
+        Raises:
+            ValueError: when ``aspect_name`` is not a timeseries aspect.
+        """
+        if aspect_name not in TIMESERIES:
+            raise ValueError(f"{aspect_name!r} is not a timeseries aspect")
+        query = (
+            "SELECT version, metadata FROM metadata_aspect_v2 "
+            "WHERE urn = ? AND aspect_name = ? AND version > 0"
+        )
+        with self._errors():
+            rows = self._handle().sqlite_client.execute(query, (urn, aspect_name)).fetchall()
+        events = [(json.loads(metadata), version) for version, metadata in rows]
+        # Newest event first; of two at the same time, the one loaded last.
+        events.sort(key=lambda e: (_stamp(e[0]), e[1]), reverse=True)
+        return [event for event, _ in events[:limit] if isinstance(event, dict)]
 
     def close(self) -> None:
-        """Release the file, rebuilding Lite's browse index first if metadata was ingested."""
-        reindex, self._reindex = self._reindex, False
-        self._release(reindex=reindex)
+        """Release the file."""
+        self._release()
 
     def check(self) -> None:
         """Open the file now, so a missing or unusable catalog fails before any work.
@@ -275,13 +328,18 @@ class LiteCatalog:
         self.close()
 
     def _write(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> int:
-        lite = self._handle(writable=True)
-        self._forget()
-        with self._errors():
-            before = self._count_versions()
+        new_versions = 0
+        with self.writing() as writer:
             for mcp in mcps:
-                lite.write(mcp)
-            return self._count_versions() - before
+                # All three are set by the MCPW itself.
+                assert mcp.entityUrn, mcp
+                assert mcp.aspectName, mcp
+                assert mcp.aspect is not None, mcp
+                system = mcp.systemMetadata.to_obj() if mcp.systemMetadata else None
+                value = pre_json_transform(mcp.aspect.to_obj())
+                outcome = writer.put(mcp.entityUrn, mcp.aspectName, value, system)
+                new_versions += outcome is Outcome.NEW_VERSION
+        return new_versions
 
     def _translate(self, urns: Sequence[Urn]) -> None:
         """Read and translate ``urns``; only their nodes and edges are kept, not the JSON."""
@@ -311,18 +369,15 @@ class LiteCatalog:
         self._edges = {}
         self._read_at = None
 
-    def _release(self, *, reindex: bool) -> None:
+    def _release(self) -> None:
         lite, self._lite = self._lite, None
         self._read_at = None
         if lite is None:
             return
         with self._errors():
-            if reindex:
-                lite.close()
-            else:
-                # Lite's close() re-reads and re-indexes the whole catalog for browsing, which
-                # a scan's few write-backs do not need (write() already names new entities).
-                lite.sqlite_client.close()
+            # Not Lite's close(): it re-reads and re-indexes the whole catalog for browsing,
+            # which every write here has kept current already (lite_writer).
+            lite.sqlite_client.close()
 
     def _aspects(self, urns: Sequence[Urn], names: Sequence[str] | None = None) -> _Aspects:
         found: _Aspects = {}
@@ -361,17 +416,10 @@ class LiteCatalog:
                 found.setdefault(urn, {})[name] = json.loads(metadata)
         return found
 
-    def _count_versions(self) -> int:
-        lite = self._handle()
-        row = lite.sqlite_client.execute(
-            "SELECT COUNT(*) FROM metadata_aspect_v2 WHERE version > 0"
-        ).fetchone()
-        return int(row[0])
-
-    def _handle(self, *, writable: bool = False) -> SqliteLite:
+    def _handle(self, *, writable: bool = False) -> TransactionalLite:
         if self._lite is not None and (self._writable or not writable):
             return self._lite
-        self._release(reindex=False)
+        self._release()
         is_new = not self._path.exists() or self._path.stat().st_size == 0
         if is_new and not self._create:
             raise CatalogError(
@@ -383,22 +431,21 @@ class LiteCatalog:
             self._lite = self._open(read_only=True)
             self._writable = False
         if writable or is_new:
-            self._release(reindex=False)
+            self._release()
             self._path.parent.mkdir(parents=True, exist_ok=True)
             self._lite = self._open(read_only=False)
             self._writable = True
         assert self._lite is not None
         return self._lite
 
-    def _open(self, *, read_only: bool) -> SqliteLite:
+    def _open(self, *, read_only: bool) -> TransactionalLite:
         try:
-            lite = SqliteLite(
+            lite = TransactionalLite(
                 SqliteLiteConfig(
                     file=str(self._path),
                     read_only=read_only,
-                    # Lite commits once per aspect: with the default rollback journal every
-                    # commit is an fsync (~2 ms). WAL with synchronous=NORMAL stays crash-safe
-                    # and makes loading a large catalog about 5x faster.
+                    # WAL: readers (a scan) keep reading while a load writes, and a load's
+                    # one transaction is undone by SQLite if the process dies before commit.
                     options={} if read_only else _WRITE_PRAGMAS,
                 )
             )
@@ -434,3 +481,8 @@ def open_lite_catalog(path: str | Path, *, create: bool) -> LiteCatalog:
     catalog = LiteCatalog(path, create=create)
     catalog.check()
     return catalog
+
+
+def _stamp(event: object) -> int:
+    stamp = event.get("timestampMillis") if isinstance(event, dict) else None
+    return stamp if isinstance(stamp, int) else 0

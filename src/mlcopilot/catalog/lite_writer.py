@@ -1,0 +1,303 @@
+"""Write aspects into a DataHub Lite file inside one transaction, in Lite's own row format.
+
+``SqliteLite.write`` commits once per aspect (and its browse-edge hooks once per edge), so a load
+interrupted half-way left half a catalog, and its per-aspect SDK round trip made a large file
+take minutes. :class:`LiteWriter` writes the very rows ``write`` writes, by the same rules,
+inside the transaction :meth:`~mlcopilot.catalog.lite.LiteCatalog.writing` opens:
+
+- v0 mirrors the latest version and v1..N are the history; a value equal to the stored one
+  makes no version (only v0's ``lastObserved`` moves); ``systemMetadata.properties.sysVersion``
+  holds N; ``createdon`` is the record's ``lastObserved`` (else the time of writing) and v0
+  keeps the ``createdon`` of its first write, as Lite does.
+- Timeseries aspects (``ASPECT_TYPE == "timeseries"``) keep every distinct event as a version;
+  v0 is the event with the greatest ``timestampMillis`` (not the last one written), and its
+  ``sysVersion`` is still the highest version, so Lite's own ``write`` can carry on after us.
+- Lite's browse index (``metadata_edge_v2``, what ``datahub lite ls`` reads) is kept by calling
+  Lite's own hooks: ``post_update_hook`` per new version and ``global_post_update_hook`` per
+  entity that is new or whose container, subTypes or dataPlatformInstance changed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from datahub.emitter.aspect import ASPECT_MAP
+from datahub.lite.sqlite_lite import SqliteLite
+from datahub.metadata.schema_classes import (
+    ChartInfoClass,
+    ContainerClass,
+    ContainerPropertiesClass,
+    DashboardInfoClass,
+    DataPlatformInstanceClass,
+    DatasetPropertiesClass,
+    SubTypesClass,
+    SystemMetadataClass,
+    TagPropertiesClass,
+    _Aspect,
+)
+
+_HOOKED = (
+    DatasetPropertiesClass,
+    ContainerPropertiesClass,
+    DataPlatformInstanceClass,
+    ChartInfoClass,
+    DashboardInfoClass,
+    TagPropertiesClass,
+)
+"""The aspect classes Lite's ``post_update_hook`` makes browse edges from."""
+_HOOKED_NAMES = frozenset(c.ASPECT_NAME for c in _HOOKED)
+_PLACEMENT = {c.ASPECT_NAME: c for c in (ContainerClass, SubTypesClass, DataPlatformInstanceClass)}
+"""The aspects ``global_post_update_hook`` places an entity in the browse tree by."""
+TIMESERIES = frozenset(n for n, c in ASPECT_MAP.items() if c.ASPECT_TYPE == "timeseries")
+_DEFAULT_SYSTEM = SystemMetadataClass(lastObserved=0, properties={}).to_obj()
+"""Lite's systemMetadata for a record that carries none (``lastObserved`` set per write)."""
+
+_V0 = (
+    "SELECT metadata, system_metadata FROM metadata_aspect_v2 "
+    "WHERE urn = ? AND aspect_name = ? AND version = 0"
+)
+_MAX_VERSION = "SELECT MAX(version) FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ?"
+_INSERT = "INSERT INTO metadata_aspect_v2 VALUES (?, ?, ?, ?, ?, ?)"
+_UPDATE_V0 = (
+    "UPDATE metadata_aspect_v2 SET metadata = ?, system_metadata = ? "
+    "WHERE urn = ? AND aspect_name = ? AND version = 0"
+)
+_UPDATE_V0_SYSTEM = (
+    "UPDATE metadata_aspect_v2 SET system_metadata = ? "
+    "WHERE urn = ? AND aspect_name = ? AND version = 0"
+)
+_SAME_TIME_EVENTS = (
+    "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? AND version > 0 "
+    "AND json_extract(metadata, '$.timestampMillis') IS ?"
+)
+_ENTITY_EXISTS = "SELECT 1 FROM metadata_aspect_v2 WHERE urn = ? LIMIT 1"
+
+
+class Outcome(Enum):
+    """What :meth:`LiteWriter.put` did with one aspect."""
+
+    NEW_VERSION = "new version"
+    UNCHANGED = "unchanged"
+    """Equal to what is stored (an already stored event, for timeseries): no new version."""
+    EXISTS = "exists"
+    """A create-only write (CREATE, CREATE_ENTITY) found the aspect or entity already there."""
+
+
+class TransactionalLite(SqliteLite):
+    """DataHub Lite whose commits wait for the load's single commit while :attr:`deferring`.
+
+    Lite's edge hooks commit after every edge; deferring them keeps a load one transaction.
+    While deferring, an edge call identical to the last one for the same edge is skipped:
+    thousands of datasets on one platform repeat the same platform edges, each a read and a
+    write otherwise.
+    """
+
+    deferring: bool = False
+
+    def _commit(self) -> None:
+        if not self.deferring:
+            super()._commit()
+
+    def start_deferring(self) -> None:
+        """Hold commits (and remember edge calls) until :meth:`stop_deferring`."""
+        self.deferring = True
+        self._edges_set: dict[tuple[str, str], tuple[str, str | None]] = {}
+        self._edges_added: set[tuple[str, str, str, str | None]] = set()
+
+    def stop_deferring(self) -> None:
+        """Commit normally again; forget the edge calls remembered."""
+        self.deferring = False
+        self._edges_set = {}
+        self._edges_added = set()
+
+    def add_edge(
+        self,
+        src: Any,
+        relnship: str,
+        dst: Any,
+        dst_label: str | None = None,
+        remove_existing: bool = False,
+    ) -> None:
+        """Lite's ``add_edge``, skipping a call that cannot change anything while deferring."""
+        if not self.deferring:
+            super().add_edge(src, relnship, dst, dst_label, remove_existing)
+            return
+        edge = (str(src), relnship)
+        if remove_existing:
+            if self._edges_set.get(edge) == (str(dst), dst_label):
+                return
+            self._edges_set[edge] = (str(dst), dst_label)
+        else:
+            added = (*edge, str(dst), dst_label)
+            if added in self._edges_added:
+                return
+            self._edges_added.add(added)
+        super().add_edge(src, relnship, dst, dst_label, remove_existing)
+
+
+class LiteWriter:
+    """Aspect writes into an open transaction of a :class:`TransactionalLite`."""
+
+    def __init__(self, lite: TransactionalLite) -> None:
+        self._lite = lite
+        self._db = lite.sqlite_client
+        self._place: set[str] = set()
+        """Entities to (re)place in the browse tree when the load finishes."""
+
+    def current(self, urn: str, aspect_name: str) -> dict[str, Any] | None:
+        """The aspect's latest value as stored now (this transaction's writes included)."""
+        row = self._db.execute(_V0, (urn, aspect_name)).fetchone()
+        if row is None:
+            return None
+        value = json.loads(row[0])
+        return value if isinstance(value, dict) else None
+
+    def entity_exists(self, urn: str) -> bool:
+        """Whether the catalog holds any aspect of ``urn`` now."""
+        return self._db.execute(_ENTITY_EXISTS, (urn,)).fetchone() is not None
+
+    def put(
+        self,
+        urn: str,
+        aspect_name: str,
+        value: Mapping[str, Any],
+        system: Mapping[str, Any] | None,
+        *,
+        create_only: bool = False,
+    ) -> Outcome:
+        """Write one validated aspect (its JSON as the SDK serialises it) as Lite would.
+
+        Args:
+            urn: The entity.
+            aspect_name: The aspect.
+            value: The aspect's JSON, in the form the SDK's ``to_obj`` gives.
+            system: The record's systemMetadata in the same form, or None.
+            create_only: Leave an aspect that already exists alone (CREATE).
+        """
+        if aspect_name in TIMESERIES:
+            return self._put_event(urn, aspect_name, value, system)
+        row = self._db.execute(_V0, (urn, aspect_name)).fetchone()
+        if row is not None and create_only:
+            return Outcome.EXISTS
+        if row is None and urn not in self._place and not self.entity_exists(urn):
+            self._place.add(urn)
+        text = json.dumps(value)
+        created_on, stored_system, observed = _system(system)
+        if row is None:
+            version = 1
+        else:
+            if text == row[0] or value == json.loads(row[0]):
+                self._touch(urn, aspect_name, json.loads(row[1]), observed)
+                return Outcome.UNCHANGED
+            version = self._version_of(urn, aspect_name, row[1]) + 1
+        system_text = json.dumps(_with_version(stored_system, version))
+        self._db.execute(_INSERT, (urn, aspect_name, version, text, system_text, created_on))
+        if row is None:
+            self._db.execute(_INSERT, (urn, aspect_name, 0, text, system_text, created_on))
+        else:
+            self._db.execute(_UPDATE_V0, (text, system_text, urn, aspect_name))
+        self._after_new_version(urn, aspect_name, value)
+        return Outcome.NEW_VERSION
+
+    def finish(self) -> None:
+        """Place new and moved entities in Lite's browse tree (before the commit)."""
+        for urn in sorted(self._place):
+            found: dict[str, _Aspect] = {}
+            for name, cls in _PLACEMENT.items():
+                row = self._db.execute(_V0, (urn, name)).fetchone()
+                if row is not None:
+                    found[name] = cls._construct(json.loads(row[0]))
+            self._lite.global_post_update_hook(urn, found)
+        self._place = set()
+
+    def _put_event(
+        self,
+        urn: str,
+        aspect_name: str,
+        value: Mapping[str, Any],
+        system: Mapping[str, Any] | None,
+    ) -> Outcome:
+        """One timeseries event: kept once, v0 the newest by ``timestampMillis``."""
+        stamp = value.get("timestampMillis")  # required by every timeseries aspect's schema
+        row = self._db.execute(_V0, (urn, aspect_name)).fetchone()
+        created_on, stored_system, observed = _system(system)
+        text = json.dumps(value)
+        if row is not None:
+            if text == row[0] or value == json.loads(row[0]):
+                self._touch(urn, aspect_name, json.loads(row[1]), observed)
+                return Outcome.UNCHANGED
+            same_time = self._db.execute(_SAME_TIME_EVENTS, (urn, aspect_name, stamp))
+            if any(value == json.loads(event) for (event,) in same_time):
+                return Outcome.UNCHANGED  # an older event, loaded again
+        elif urn not in self._place and not self.entity_exists(urn):
+            self._place.add(urn)
+        (highest,) = self._db.execute(_MAX_VERSION, (urn, aspect_name)).fetchone()
+        version = int(highest or 0) + 1
+        system_text = json.dumps(_with_version(stored_system, version))
+        self._db.execute(_INSERT, (urn, aspect_name, version, text, system_text, created_on))
+        if row is None:
+            self._db.execute(_INSERT, (urn, aspect_name, 0, text, system_text, created_on))
+            return Outcome.NEW_VERSION
+        latest = json.loads(row[0])
+        if _stamp(value) >= _stamp(latest):
+            self._db.execute(_UPDATE_V0, (text, system_text, urn, aspect_name))
+        else:
+            # An older event: history only. v0 keeps the newest event but must still name the
+            # highest version, which Lite's own write() numbers the next version from.
+            kept = _with_version(json.loads(row[1]), version)
+            self._db.execute(_UPDATE_V0_SYSTEM, (json.dumps(kept), urn, aspect_name))
+        return Outcome.NEW_VERSION
+
+    def _touch(self, urn: str, aspect_name: str, stored: Any, observed: int) -> None:
+        """Lite's rule for an unchanged value: only v0's ``lastObserved`` moves."""
+        if not stored:
+            stored = {"lastObserved": observed}
+        else:
+            stored["lastObserved"] = observed
+        self._db.execute(_UPDATE_V0_SYSTEM, (json.dumps(stored), urn, aspect_name))
+
+    def _version_of(self, urn: str, aspect_name: str, system_text: str) -> int:
+        """The latest version number: v0's ``sysVersion``, else the highest row (as Lite)."""
+        stored = json.loads(system_text) or {}
+        version = (stored.get("properties") or {}).get("sysVersion")
+        if version is None:
+            (version,) = self._db.execute(_MAX_VERSION, (urn, aspect_name)).fetchone()
+        return int(version)
+
+    def _after_new_version(self, urn: str, aspect_name: str, value: Mapping[str, Any]) -> None:
+        if aspect_name in _HOOKED_NAMES:
+            # The value is validated already; the hooks read only its top-level fields, so
+            # wrap it as the SDK class without a second (slow) parse.
+            aspect = ASPECT_MAP[aspect_name]._construct(dict(value))
+            self._lite.post_update_hook(urn, aspect_name, aspect)
+        if aspect_name in _PLACEMENT:
+            self._place.add(urn)
+
+
+def _system(system: Mapping[str, Any] | None) -> tuple[int, dict[str, Any], int]:
+    """(createdon, the systemMetadata Lite stores, the lastObserved it records) for a write.
+
+    As ``SqliteLite.write``: ``createdon`` is the record's ``lastObserved`` when set (and not
+    0), else now; a record without systemMetadata gets Lite's default one; a record whose
+    systemMetadata has no ``lastObserved`` is stored without one.
+    """
+    observed = system.get("lastObserved") if system is not None else None
+    created_on = int(observed) if observed else int(time.time() * 1000.0)
+    if system is None:
+        return created_on, {**_DEFAULT_SYSTEM, "lastObserved": created_on}, created_on
+    return created_on, dict(system), created_on if observed is None else int(observed)
+
+
+def _with_version(system: dict[str, Any], version: int) -> dict[str, Any]:
+    stored = dict(system)
+    stored["properties"] = {**(stored.get("properties") or {}), "sysVersion": str(version)}
+    return stored
+
+
+def _stamp(value: Mapping[str, Any]) -> int:
+    stamp = value.get("timestampMillis")
+    return stamp if isinstance(stamp, int) else 0
