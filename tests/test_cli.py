@@ -77,7 +77,8 @@ def assert_report_contract(report: dict[str, Any]) -> None:
         assert isinstance(model["coverage"]["truncated"], bool)
         for gap in model["coverage"]["gaps"]:
             assert set(gap) == {"entity", "reason"}
-            assert gap["entity"].startswith("urn:li:") and gap["reason"]
+            assert gap["entity"].startswith("urn:li:")
+            assert gap["reason"]
         for finding in model["findings"]:
             assert set(finding) == {
                 "id", "check", "severity", "entity", "field", "change",
