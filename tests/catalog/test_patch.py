@@ -116,6 +116,21 @@ def test_patching_an_absent_aspect_starts_from_the_template_default() -> None:
         validate(aspect, patch(aspect, None, []))
 
 
+def test_stored_elements_with_the_same_key_merge_into_one() -> None:
+    # ObjectNode.setAll: the later element's fields win, fields only the earlier has stay.
+    current = {"tags": [{"tag": TAG_A, "context": "first"}, {"tag": TAG_A, "extra": 1}]}
+    merged = {"tags": [{"tag": TAG_A, "context": "first", "extra": 1}]}
+    assert patch("globalTags", current, []) == merged
+
+
+def test_an_array_set_at_the_key_level_is_expanded_into_the_result() -> None:
+    # mergeToArray: add /tags/<urn> with [{...}] gives those elements, keys put back.
+    result = patch(
+        "globalTags", None, [add(f"/tags/{TAG_A}", [{"context": "1"}, {"context": "2"}])]
+    )
+    assert result == {"tags": [{"context": "1", "tag": TAG_A}, {"context": "2", "tag": TAG_A}]}
+
+
 def test_replacing_the_whole_array_keeps_what_the_patch_gives() -> None:
     result = patch("globalTags", {"tags": [{"tag": TAG_A}]}, [add("/tags", [{"tag": TAG_C}])])
     assert result == {"tags": [{"tag": TAG_C}]}
@@ -316,17 +331,21 @@ def test_stored_fine_grained_lineages_are_merged_and_take_the_lowest_score() -> 
     current = {
         "upstreams": [],
         "fineGrainedLineages": [
-            {"downstreams": [FIELD_DOWN], "upstreams": [FIELD_UP], "confidenceScore": 0.5},
             {"downstreams": [FIELD_DOWN], "upstreams": [DS_1], "confidenceScore": 0.123456789},
+            {"downstreams": [FIELD_DOWN], "upstreams": [FIELD_UP], "confidenceScore": 0.5},
         ],
     }
     (merged,) = patch("upstreamLineage", current, [])["fineGrainedLineages"]
-    assert merged["upstreams"] == [FIELD_UP, DS_1]
-    # Held as a 32-bit float and written back by Float.toString.
+    assert merged["upstreams"] == [DS_1, FIELD_UP]
+    # The lowest, not the last; held as a 32-bit float and written back by Float.toString.
     assert merged["confidenceScore"] == 0.12345679
-    # The last upstream's type wins: a dataset urn defaults its lineage's type to DATASET.
-    assert merged["upstreamType"] == "DATASET"
+    # Types default per stored lineage (a dataset upstream: DATASET); the last upstream's wins.
+    assert merged["upstreamType"] == "FIELD_SET"
     assert merged["transformOperation"] == "NONE"
+    (alone,) = patch(
+        "upstreamLineage", {"fineGrainedLineages": current["fineGrainedLineages"][:1]}, []
+    )["fineGrainedLineages"]
+    assert (alone["upstreamType"], alone["confidenceScore"]) == ("DATASET", 0.12345679)
 
 
 def test_stored_upstreams_of_one_lineage_come_back_in_java_hash_map_order() -> None:
