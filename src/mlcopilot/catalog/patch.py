@@ -15,8 +15,12 @@ again, in the maps' insertion order. This module reproduces those steps on plain
 * ``TemplateUtil.populateTopLevelKeys``: before the operations run, every object on each
   operation's path is created if missing (for ``remove`` the last segment too). So ``add`` may
   create nested keys, and ``remove`` of a key that is not there is a no-op, not an error, on
-  every aspect GMS patches (the empty object it creates is removed again). ``replace`` of a
-  missing key and ``remove`` of a missing array index fail, as in Parsson's JsonPatch.
+  every aspect GMS patches (the empty object it creates is removed again). The objects are
+  created once, before the first operation, so removing the same absent key twice in one patch
+  fails on the second remove, as in GMS. ``replace``/``test`` of a missing path and a path that
+  crosses an array or a string fail, as Parsson's JsonPatch and the template's cast do.
+* the generic envelope as GMS's Jackson reads it: unknown fields, and operation fields other than
+  ``op``/``path``/``value`` (so ``move``/``copy``), are refused.
 * each template's ``getDefault()`` as the start value of an absent aspect, and GMS's refusal to
   patch an aspect without a template unless the patch is generic (``arrayPrimaryKeys`` or
   ``forceGenericPatch``), in which case the start value is the template's default or ``{}``.
