@@ -256,9 +256,13 @@ BAD_RECORDS: dict[str, tuple[object, str]] = {
         {**GOOD_MCP, "entityUrn": "urn:li:fooBar:x"},
         "record 2: unknown entity type 'fooBar'",
     ),
-    "patch": (
+    "patch without operations": (
         {**GOOD_MCP, "changeType": "PATCH"},
-        "record 2: change type 'PATCH' is not supported, only UPSERT",
+        "record 2: PATCH of status: an object patch needs a 'patch' list of operations",
+    ),
+    "unknown change type": (
+        {**GOOD_MCP, "changeType": "UPSRT"},
+        "record 2: change type 'UPSRT' is not one of DataHub's",
     ),
     "value is not JSON": (
         {**GOOD_MCP, "aspect": {"value": "{bad", "contentType": "application/json"}},
@@ -300,7 +304,8 @@ def test_bad_record_is_refused_with_where_and_what(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('[{"a": 1},\n  {"b": ]', "not valid JSON at line 2 column 9: Expecting value"),
+        # Streamed: the first problem in file order is the one reported.
+        ('[\n  {"b": ]', "not valid JSON at line 2 column 9: Expecting value"),
         ('{"entityUrn": "x"}', "expected a JSON list of DataHub MCPs/MCEs, got an object"),
         ('"hello"', "expected a JSON list of DataHub MCPs/MCEs, got a string"),
         ("", "not valid JSON at line 1 column 1: Expecting value"),

@@ -1,23 +1,33 @@
 """Load DataHub metadata files (the file sink's JSON: MCPs and/or MCEs) into a Lite catalog.
 
-Every record of every file is parsed and validated with the SDK's own classes before anything
-is written, so a bad file leaves the catalog as it was and the error names the file, the record
-and what is wrong with it.
+Files are streamed (``ijson``), never read whole, and every record is validated against the
+SDK's schemas (:mod:`mlcopilot.catalog.aspect_json`, the SDK's own classes when that is not
+sure) as it is written, in file order, into one transaction: a bad record anywhere, an
+interrupted process or a full disk leaves the catalog as it was, and the error names the file,
+the record and what is wrong with it.
+
+Change types: ``UPSERT`` writes; ``PATCH`` is applied to the aspect as stored at that point of
+the load (:mod:`mlcopilot.catalog.patch`) and the result validated and written like an UPSERT;
+``CREATE`` writes only an aspect that does not exist and ``CREATE_ENTITY`` only into an entity
+that does not exist (GMS refuses the proposal otherwise; here it is a reported skip, so a file
+can be reloaded). ``DELETE``, ``RESTATE`` and ``UPDATE`` are reported skips (see README).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import ijson  # type: ignore[import-untyped]  # no stubs; used for items() only
 from avrogen.dict_wrapper import DictWrapper
 from datahub.emitter.aspect import ASPECT_MAP, JSON_CONTENT_TYPE
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.mcp_builder import mcps_from_mce
-from datahub.emitter.serialization_helper import post_json_transform
+from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
 from datahub.metadata.schema_classes import (
     ENTITY_TYPE_TO_ASPECT_NAMES,
     KEY_ASPECTS,
@@ -28,14 +38,35 @@ from datahub.metadata.schema_classes import (
 from datahub.metadata.urns import Urn as SdkUrn
 
 from mlcopilot.catalog import aspects as ax
+from mlcopilot.catalog.aspect_json import NotFast, normalise
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
-from mlcopilot.errors import InputError
+from mlcopilot.catalog.lite_writer import LiteWriter, Outcome
+from mlcopilot.catalog.patch import PatchError, apply_patch
+from mlcopilot.errors import CatalogError, InputError
 
 _SNAPSHOT_TYPES = frozenset(
     s.name
     for s in MetadataChangeEventClass.RECORD_SCHEMA.fields_dict["proposedSnapshot"].type.schemas
 )
 _JSON_KINDS = {dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}
+_FIRST_CHAR_KINDS = {ord("{"): "an object", ord('"'): "a string", ord("t"): "a boolean"}
+_FIRST_CHAR_KINDS |= {ord("f"): "a boolean", ord("n"): "null"}
+_PATCH_CONTENT_TYPE = "application/json-patch+json"
+_CHANGE_TYPES = frozenset(
+    {"UPSERT", "CREATE", "CREATE_ENTITY", "PATCH", "DELETE", "RESTATE", "UPDATE"}
+)
+_SKIPPED_CHANGES = {
+    "DELETE": "DELETE is not applied: it would erase the aspect's version history "
+    "(soft-delete with a status UPSERT instead)",
+    "RESTATE": "RESTATE only re-emits the stored aspect in GMS; nothing to do locally",
+    "UPDATE": "UPDATE is not implemented by GMS either",
+}
+_EXACT_ERRORS_UP_TO = 64 * 1024 * 1024
+"""Below this size a malformed file is re-read with ``json`` for its line and column."""
+MAX_REPORTED_SKIPS = 10
+
+Progress = Callable[[int, int], None]
+"""Called with (bytes read, bytes in all files) as a load goes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,52 +79,116 @@ class LoadSummary:
     urns: int
     """Distinct entities the records touch."""
     aspects: int
-    """Aspects written (MCEs are split into one per aspect)."""
+    """Aspects applied (MCEs are split into one per aspect; skipped records not counted)."""
     new_versions: int
     """Aspect versions that did not exist before: new aspects and changed ones."""
+    patches: int = 0
+    """PATCH records applied."""
+    skipped: int = 0
+    """Records not applied, each for a reason in :attr:`skips` (the first few)."""
+    skips: tuple[str, ...] = ()
+    """``file: record N: why`` for the first :data:`MAX_REPORTED_SKIPS` skipped records."""
 
 
 class _BadRecord(Exception):
     """One record is wrong; the caller adds the file and record number."""
 
 
-def load_metadata_files(catalog: LiteCatalog | str | Path, files: Sequence[Path]) -> LoadSummary:
-    """Validate ``files`` completely, then write them, in order, into ``catalog``.
+class _Skip(Exception):
+    """One record is not applied, for the reason given; the caller reports it."""
+
+
+@dataclass
+class _Tally:
+    records: int = 0
+    aspects: int = 0
+    new_versions: int = 0
+    patches: int = 0
+    skipped: int = 0
+    skips: list[str] = field(default_factory=list)
+    urns: set[str] = field(default_factory=set)
+
+    def skip(self, where: str, why: str) -> None:
+        self.skipped += 1
+        if len(self.skips) < MAX_REPORTED_SKIPS:
+            self.skips.append(f"{where}: {why}")
+
+    def summary(self, files: int) -> LoadSummary:
+        return LoadSummary(
+            files=files,
+            records=self.records,
+            urns=len(self.urns),
+            aspects=self.aspects,
+            new_versions=self.new_versions,
+            patches=self.patches,
+            skipped=self.skipped,
+            skips=tuple(self.skips),
+        )
+
+
+def load_metadata_files(
+    catalog: LiteCatalog | str | Path,
+    files: Sequence[Path],
+    *,
+    progress: Progress | None = None,
+) -> LoadSummary:
+    """Stream ``files``, in order, into ``catalog`` in one transaction.
 
     Args:
         catalog: An open Lite catalog, or the path of one (created when missing).
         files: DataHub metadata files: JSON lists of MCPs and/or MCEs.
+        progress: Told the bytes read so far and the bytes of all files, now and then.
 
     Returns:
         What was read and written.
 
     Raises:
-        InputError: on the first record of any file that is not valid DataHub metadata;
-            nothing is written then.
-        CatalogError: when the catalog cannot be opened or written.
+        InputError: on the first record of any file that is not valid DataHub metadata (or
+            a PATCH that cannot be applied); nothing is written then.
+        CatalogError: when the catalog cannot be opened or written (nothing is written then).
     """
-    records = 0
-    mcps: list[MetadataChangeProposalWrapper] = []
-    for path in files:
-        count, parsed = read_metadata_file(path)
-        records += count
-        mcps += parsed
+    sizes = [_size(path) for path in files]  # every file readable before the catalog is made
     if isinstance(catalog, LiteCatalog):
-        new_versions = catalog.ingest(mcps)
-    else:
-        with open_lite_catalog(catalog, create=True) as opened:
-            new_versions = opened.ingest(mcps)
-    return LoadSummary(
-        files=len(files),
-        records=records,
-        urns=len({mcp.entityUrn for mcp in mcps}),
-        aspects=len(mcps),
-        new_versions=new_versions,
-    )
+        return _load(catalog, files, sizes, progress)
+    with open_lite_catalog(catalog, create=True) as opened:
+        return _load(opened, files, sizes, progress)
+
+
+def _load(
+    catalog: LiteCatalog, files: Sequence[Path], sizes: Sequence[int], progress: Progress | None
+) -> LoadSummary:
+    tally = _Tally()
+    total, done = sum(sizes), 0
+    try:
+        with catalog.writing() as writer:
+            for path, size in zip(files, sizes, strict=True):
+                base = done
+                report = None if progress is None else _offset(progress, base, total)
+                for number, record in _stream(path, report):
+                    tally.records += 1
+                    try:
+                        _apply(record, writer, tally)
+                    except _BadRecord as exc:
+                        raise InputError(f"{path}: record {number}: {exc}") from exc
+                    except _Skip as exc:
+                        tally.skip(f"{path}: record {number}", str(exc))
+                done = base + size
+                if progress is not None:
+                    progress(done, total)
+    except CatalogError as exc:
+        raise CatalogError(f"{exc} (nothing was loaded: the catalog is as it was)") from exc
+    return tally.summary(len(files))
+
+
+def _offset(progress: Progress, base: int, total: int) -> Callable[[int], None]:
+    return lambda read: progress(base + read, total)
 
 
 def read_metadata_file(path: Path) -> tuple[int, list[MetadataChangeProposalWrapper]]:
-    """Parse and validate one metadata file.
+    """Parse and validate one metadata file of UPSERT MCPs and MCEs into SDK objects.
+
+    For tests and tools that want the records as objects; loading streams instead
+    (:func:`load_metadata_files`).
 
     Returns:
         The number of records and the MCPs they hold, one per aspect.
@@ -101,18 +196,83 @@ def read_metadata_file(path: Path) -> tuple[int, list[MetadataChangeProposalWrap
     Raises:
         InputError: naming the file (and record, counted from 1) on the first problem.
     """
-    data = _read_json(path)
-    if not isinstance(data, list):
-        raise InputError(
-            f"{path}: expected a JSON list of DataHub MCPs/MCEs, got {_json_kind(data)}"
-        )
+    count = 0
     mcps: list[MetadataChangeProposalWrapper] = []
-    for number, record in enumerate(data, start=1):
+    for number, record in _stream(path, None):
+        count += 1
         try:
             mcps += _parse_record(record)
         except _BadRecord as exc:
             raise InputError(f"{path}: record {number}: {exc}") from exc
-    return len(data), mcps
+    return count, mcps
+
+
+def _size(path: Path) -> int:
+    try:
+        with path.open("rb"):
+            return path.stat().st_size
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _stream(path: Path, progress: Callable[[int], None] | None) -> Iterator[tuple[int, object]]:
+    """Each record of the file's top-level list, numbered from 1, parsed as it is read."""
+    try:
+        file = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    with file:
+        _skip_bom(file)
+        first = _first_byte(file)
+        if first != ord("["):
+            raise _not_a_list(path, first)
+        number = 0
+        records = ijson.items(file, "item", use_float=True)
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                break
+            except (ijson.JSONError, UnicodeDecodeError) as exc:
+                raise _malformed(path, number, exc) from exc
+            number += 1
+            if progress is not None and number % 2000 == 0:
+                progress(file.tell())
+            yield number, record
+
+
+def _skip_bom(file: IO[bytes]) -> None:
+    # Tolerate a BOM from Windows editors.
+    if file.read(3) != b"\xef\xbb\xbf":
+        file.seek(0)
+
+
+def _first_byte(file: IO[bytes]) -> int | None:
+    start = file.tell()
+    while chunk := file.read(4096):
+        text = chunk.lstrip()
+        if text:
+            file.seek(start)
+            return text[0]
+        start = file.tell()
+    return None
+
+
+def _not_a_list(path: Path, first: int | None) -> InputError:
+    if path.stat().st_size <= _EXACT_ERRORS_UP_TO:
+        data = _read_json(path)  # raises with line and column when it is not JSON at all
+        return InputError(
+            f"{path}: expected a JSON list of DataHub MCPs/MCEs, got {_json_kind(data)}"
+        )
+    kind = _FIRST_CHAR_KINDS.get(first or 0, "a number")
+    return InputError(f"{path}: expected a JSON list of DataHub MCPs/MCEs, got {kind}")
+
+
+def _malformed(path: Path, records: int, exc: Exception) -> InputError:
+    if path.stat().st_size <= _EXACT_ERRORS_UP_TO:
+        _read_json(path)  # raises the error with its line and column
+    reason = _brief(exc)
+    return InputError(f"{path}: not valid JSON after record {records}: {reason}")
 
 
 def _read_json(path: Path) -> Any:
@@ -130,6 +290,124 @@ def _read_json(path: Path) -> Any:
         ) from exc
 
 
+# --- one record --------------------------------------------------------------------------
+
+
+def _apply(record: object, writer: LiteWriter, tally: _Tally) -> None:
+    """Validate one record and write it; raise :class:`_Skip` for one not applied."""
+    if not isinstance(record, dict):
+        raise _BadRecord(f"expected a JSON object, got {_json_kind(record)}")
+    if "proposedSnapshot" in record:
+        for mcp in _from_mce(record):
+            assert mcp.entityUrn, mcp  # set by mcps_from_mce
+            assert mcp.aspectName, mcp
+            assert mcp.aspect is not None, mcp
+            system = mcp.systemMetadata.to_obj() if mcp.systemMetadata else None
+            value = pre_json_transform(mcp.aspect.to_obj())
+            _count(tally, mcp.entityUrn, writer.put(mcp.entityUrn, mcp.aspectName, value, system))
+        return
+    if "aspect" not in record and "aspectName" not in record:
+        raise _BadRecord(
+            "neither an MCP (entityUrn, aspectName, aspect) nor an MCE (proposedSnapshot)"
+        )
+    urn, entity_type, change, name = _mcp_head(record)
+    if change in _SKIPPED_CHANGES:
+        raise _Skip(_SKIPPED_CHANGES[change])
+    system = _system_metadata_json(record)
+    if change == "PATCH":
+        patched = _patched(writer, urn, name, record.get("aspect"))
+        value = _aspect_json(entity_type, name, patched)
+        tally.patches += 1
+        _count(tally, urn, writer.put(urn, name, value, system))
+        return
+    if change == "CREATE_ENTITY" and writer.entity_exists(urn):
+        raise _Skip(f"CREATE_ENTITY: {urn} exists already (GMS refuses such a proposal)")
+    value = _aspect_json(entity_type, name, _payload(name, record.get("aspect")))
+    outcome = writer.put(urn, name, value, system, create_only=change == "CREATE")
+    if outcome is Outcome.EXISTS:
+        raise _Skip(f"CREATE: aspect {name!r} of {urn} exists already (GMS refuses it too)")
+    _count(tally, urn, outcome)
+
+
+def _count(tally: _Tally, urn: str, outcome: Outcome) -> None:
+    tally.urns.add(urn)
+    tally.aspects += 1
+    tally.new_versions += outcome is Outcome.NEW_VERSION
+
+
+def _mcp_head(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(urn, entity type, change type, aspect name) of an MCP, each checked."""
+    urn = record.get("entityUrn")
+    if not isinstance(urn, str) or not urn:
+        raise _BadRecord("an MCP needs an entityUrn (entityKeyAspect alone is not supported)")
+    entity_type = _entity_type(urn)
+    declared = record.get("entityType")
+    if declared is not None and str(declared).lower() != entity_type.lower():
+        raise _BadRecord(f"entityType {declared!r} does not match the urn {urn!r}")
+    change = record.get("changeType", "UPSERT")
+    if change not in _CHANGE_TYPES:
+        raise _BadRecord(
+            f"change type {change!r} is not one of DataHub's ({', '.join(sorted(_CHANGE_TYPES))})"
+        )
+    name = record.get("aspectName")
+    if not isinstance(name, str) or not name:
+        raise _BadRecord("an MCP needs an aspectName")
+    if name not in ASPECT_MAP:
+        raise _BadRecord(f"unknown aspect {name!r}")
+    _check_allowed(entity_type, name)
+    return urn, entity_type, change, name
+
+
+def _patched(writer: LiteWriter, urn: str, name: str, aspect: object) -> Any:
+    operations = _patch_payload(name, aspect)
+    try:
+        return apply_patch(name, writer.current(urn, name), operations)
+    except PatchError as exc:
+        raise _BadRecord(str(exc)) from exc  # it names the aspect, operation and path
+
+
+def _patch_payload(name: str, aspect: object) -> Any:
+    if isinstance(aspect, dict) and "json" in aspect:
+        return aspect["json"]
+    if isinstance(aspect, dict) and isinstance(aspect.get("value"), str):
+        content_type = aspect.get("contentType", _PATCH_CONTENT_TYPE)
+        if content_type not in (_PATCH_CONTENT_TYPE, JSON_CONTENT_TYPE):
+            raise _BadRecord(f"PATCH of {name!r}: content type {content_type!r} is not supported")
+        try:
+            return json.loads(aspect["value"])
+        except json.JSONDecodeError as exc:
+            raise _BadRecord(f"PATCH of {name!r}: value is not valid JSON: {exc.msg}") from exc
+    raise _BadRecord(
+        f'PATCH of {name!r} must be {{"json": [...]}} '
+        f'or {{"value": "<JSON text>", "contentType": "{_PATCH_CONTENT_TYPE}"}}'
+    )
+
+
+def _aspect_json(entity_type: str, name: str, payload: Any) -> dict[str, Any]:
+    """The aspect's JSON as the SDK serialises it, once validated against its class."""
+    if not isinstance(payload, dict):
+        raise _BadRecord(f"aspect {name!r} is not valid: expected an object")
+    try:
+        return normalise(ASPECT_MAP[name], payload)
+    except NotFast:
+        # The SDK decides, and says what is wrong.
+        value: dict[str, Any] = pre_json_transform(_aspect(entity_type, name, payload).to_obj())
+        return value
+
+
+def _system_metadata_json(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    raw = record.get("systemMetadata")
+    if raw is None:
+        return None
+    try:
+        return normalise(SystemMetadataClass, raw)
+    except NotFast:
+        system = _system_metadata(record)
+        assert system is not None, record
+        value: dict[str, Any] = system.to_obj()
+        return value
+
+
 def _parse_record(record: object) -> list[MetadataChangeProposalWrapper]:
     if not isinstance(record, dict):
         raise _BadRecord(f"expected a JSON object, got {_json_kind(record)}")
@@ -141,19 +419,9 @@ def _parse_record(record: object) -> list[MetadataChangeProposalWrapper]:
 
 
 def _from_mcp(record: Mapping[str, Any]) -> MetadataChangeProposalWrapper:
-    urn = record.get("entityUrn")
-    if not isinstance(urn, str) or not urn:
-        raise _BadRecord("an MCP needs an entityUrn (entityKeyAspect alone is not supported)")
-    entity_type = _entity_type(urn)
-    declared = record.get("entityType")
-    if declared is not None and str(declared).lower() != entity_type.lower():
-        raise _BadRecord(f"entityType {declared!r} does not match the urn {urn!r}")
-    change = record.get("changeType", "UPSERT")
+    urn, entity_type, change, name = _mcp_head(record)
     if change != "UPSERT":
-        raise _BadRecord(f"change type {change!r} is not supported, only UPSERT")
-    name = record.get("aspectName")
-    if not isinstance(name, str) or not name:
-        raise _BadRecord("an MCP needs an aspectName")
+        raise _BadRecord(f"change type {change!r} is not supported here, only UPSERT")
     aspect = _aspect(entity_type, name, _payload(name, record.get("aspect")))
     return MetadataChangeProposalWrapper(
         entityUrn=urn, aspect=aspect, systemMetadata=_system_metadata(record)
@@ -189,6 +457,22 @@ def _raw_aspect_names(record: Mapping[str, Any]) -> list[str]:
 
 
 def _entity_type(urn: str) -> str:
+    # Files repeat each urn once per aspect, one after the other: parse each once.
+    entity_type, problem = _parsed_entity_type(urn)
+    if problem:
+        raise _BadRecord(problem)
+    return entity_type
+
+
+@lru_cache(maxsize=4096)
+def _parsed_entity_type(urn: str) -> tuple[str, str]:
+    try:
+        return _checked_entity_type(urn), ""
+    except _BadRecord as exc:
+        return "", str(exc)
+
+
+def _checked_entity_type(urn: str) -> str:
     try:
         entity_type = SdkUrn.from_string(urn).entity_type
     except ax.TranslationError as exc:
@@ -216,9 +500,7 @@ def _payload(name: str, aspect: object) -> Any:
 
 
 def _aspect(entity_type: str, name: str, payload: Any) -> _Aspect:
-    if name not in ASPECT_MAP:
-        raise _BadRecord(f"unknown aspect {name!r}")
-    _check_allowed(entity_type, name)
+    """The SDK's object for one aspect payload, or the SDK's reason it is not valid."""
     if not isinstance(payload, dict):
         raise _BadRecord(f"aspect {name!r} is not valid: expected an object")
     try:
