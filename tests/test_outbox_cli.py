@@ -55,7 +55,7 @@ def test_undelivered_notifications_exit_5_and_are_retried_from_the_outbox(cli, m
     monkeypatch.setenv("GITHUB_TOKEN", github.token)
     retried = runner.invoke(app, ["outbox", "retry", *common])
     assert retried.exit_code == 0, retried.output
-    assert "3 dead row(s) made pending again" in retried.output
+    assert "3 dead rows made pending again" in retried.output
     assert len(github.issues) == 3
     empty = runner.invoke(app, ["outbox", "list", common[2], common[3]])
     assert "No waiting outbox rows." in empty.output
