@@ -24,9 +24,9 @@ from datahub.metadata.schema_classes import (
 )
 
 from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.catalog.mcp import McpCatalog
 from mlcopilot.catalog.proposals import label_patch, proposals
 from mlcopilot.model import PropertyWrite, TagWrite, Write
-from mlcopilot.protocols import Catalog
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY, TAGS
 from tests.builders import dataset, dataset_urn, ml_model, model_urn, tag
 from tests.catalog.datahub_backend import needs_standin, start_standin
@@ -43,7 +43,7 @@ RAW = dataset_urn("raw.x")
 MODEL = model_urn("churn")
 MUTATIONS = frozenset(name[2:] for name in dir(mutations) if name.startswith("m_"))
 
-Backend = Callable[[Any], Catalog]
+Backend = Callable[[Any], DataHubCatalog | McpCatalog]
 
 
 def _seed() -> list[MetadataChangeProposalWrapper]:
@@ -71,11 +71,11 @@ def server(tmp_path: Path) -> Iterator[Any]:
     started.__exit__(None, None, None)
 
 
-def _datahub(server: Any) -> Catalog:
+def _datahub(server: Any) -> DataHubCatalog:
     return DataHubCatalog(server.url, timeout=5.0, retries=1)
 
 
-def _mcp(server: Any) -> Catalog:
+def _mcp(server: Any) -> McpCatalog:
     if MCP_UNAVAILABLE is not None:
         pytest.skip(MCP_UNAVAILABLE)
     return mcp_catalog_for(server)
@@ -202,7 +202,7 @@ def test_a_tag_and_a_property_written_meanwhile_both_survive(server: Any, backen
     server.clear_requests()
     assert catalog.apply(writes) == []
     assert not [r for r in server.requests if is_write(r)]
-    catalog.close()  # type: ignore[attr-defined]
+    catalog.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -230,7 +230,7 @@ def test_removal_takes_only_our_entries(server: Any, backend: Backend) -> None:
     server.clear_requests()
     assert catalog.apply(resolved) == []
     assert not [r for r in server.requests if is_write(r)]
-    catalog.close()  # type: ignore[attr-defined]
+    catalog.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -254,7 +254,7 @@ def test_an_ingestion_upserting_another_tag_set_meanwhile_survives(
     server.clear_requests()
     assert catalog.apply(writes) == []
     assert not [r for r in server.requests if is_write(r)]
-    catalog.close()  # type: ignore[attr-defined]
+    catalog.close()
 
 
 def test_the_write_request_budget_is_one_batch(server: Any) -> None:
