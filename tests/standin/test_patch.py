@@ -9,8 +9,12 @@ import json
 from typing import Any
 
 import pytest
+from datahub.configuration.common import OperationalError
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.mcp_patch_builder import MetadataPatchProposal
+from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
 from datahub.metadata.schema_classes import (
+    GlobalTagsClass,
     MetadataChangeProposalClass,
     TagAssociationClass,
 )
@@ -83,7 +87,8 @@ def test_arrays_come_back_grouped_by_the_first_key_as_gms_rebuilds_them() -> Non
 def test_a_trailing_empty_segment_fails_on_first_touch_as_before_gms_17449() -> None:
     """The SDK's ``set_structured_property`` path ends in ``/`` (the empty source)."""
     [mcp] = _Patch(MODEL).set_structured_property(PROP, ["x"]).build()
-    assert mcp.aspect is not None and b'/", "value"' in mcp.aspect.value
+    assert mcp.aspect is not None
+    assert b'/", "value"' in mcp.aspect.value
     with pytest.raises(ValueError, match="non-existing"):
         _applied("structuredProperties", {"properties": []}, mcp)
     # With the property already there, the parent exists and the value is replaced.
@@ -108,3 +113,28 @@ def test_template_patches_and_refusals() -> None:
         apply_patch("incidentInfo", None, ops)
     with pytest.raises(ValueError, match="does not exist"):
         apply_patch("globalTags", {"tags": []}, [{"op": "replace", "path": "/x", "value": 1}])
+
+
+def test_a_patch_over_http_lands_on_what_the_store_holds_then(standin_factory: Any) -> None:
+    """Rest.li PATCH from the SDK's emitter; a hook's write, just before it, is kept."""
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper
+
+    def tags(*urns: str) -> MetadataChangeProposalWrapper:
+        aspect = GlobalTagsClass([TagAssociationClass(u) for u in urns])
+        return MetadataChangeProposalWrapper(entityUrn=MODEL, aspect=aspect)
+
+    server = standin_factory([tags("urn:li:tag:first")])
+    fault = server.inject(
+        "POST /aspects", hook=lambda: server.write([tags("urn:li:tag:meanwhile")]), times=1
+    )
+    graph = DataHubGraph(DatahubClientConfig(server=server.url, openapi_ingestion=False))
+    graph.emit_mcps(_Patch(MODEL).add_tag(TagAssociationClass("urn:li:tag:ours")).build())
+    row = server.backend.store.get(MODEL, "globalTags")
+    assert row is not None
+    assert row.value == {"tags": _tags("urn:li:tag:meanwhile", "urn:li:tag:ours")}
+    assert fault.hits == 1
+    # A patch GMS cannot apply is refused, and nothing is written.
+    with pytest.raises(OperationalError, match="non-existing"):
+        graph.emit_mcps(_Patch(MODEL).set_structured_property(PROP, ["x"]).build())
+    assert server.backend.store.get(MODEL, "structuredProperties") is None
+    graph.close()
