@@ -28,8 +28,8 @@ _Normalise = Callable[[Any], Any]
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _LONG_RANGE = (-(2**63), 2**63 - 1)
 _SDK_PREFIX, _FILE_PREFIX = "com.linkedin.pegasus2avro.", "com.linkedin."
-_OMIT = object()
-"""A field the SDK leaves out of its JSON (its value and its default are null)."""
+_SCALARS = {"string": (str,), "boolean": (bool,), "float": (int, float), "double": (int, float)}
+"""Avro primitives checked by the Python type alone (the SDK accepts exactly these types)."""
 
 
 class NotFast(Exception):
@@ -99,21 +99,27 @@ class _Compiler:
             for f in schema.fields
         ]
         slot.append(_record(fields))
-        return self._records[name]
+        # Later references use the function itself; only recursive ones go through the slot.
+        self._records[name] = slot[0]
+        return slot[0]
 
-    def _missing(self, field: Any) -> Callable[[], Any]:
-        """What the SDK writes for ``field`` when the payload leaves it out (or null)."""
+    def _missing(self, field: Any) -> Callable[[], Any] | None:
+        """What the SDK writes for ``field`` when the payload leaves it out (or null).
+
+        None when it leaves the field out too; else a function giving the value (a fresh copy
+        of a default object, since callers may keep the result) or raising :class:`NotFast`.
+        """
         if field.has_default:
             parsed = self._converter.from_json_object(field.default, field.type)
             value = pre_json_transform(self._converter._generic_to_json(parsed, field.type))
             if value is None:
-                return lambda: _OMIT
+                return None
             text = json.dumps(value)
             if isinstance(value, dict | list):
-                return lambda: json.loads(text)  # a fresh copy: callers may keep the result
+                return lambda: json.loads(text)
             return lambda: value
         if _nullable(field.type):
-            return lambda: _OMIT
+            return None
         return _missing_required
 
     def _union(self, schema: Any, *, within_array: bool) -> _Normalise:
@@ -126,7 +132,8 @@ class _Compiler:
             inner = self.compile(only, within_array=False)
             key = _file_key(self._converter._fullname(only))
             names = {self._converter._fullname(m) for m in members}
-            return _single_union(inner, _sdk_key(key), names, has_null, bare, key)
+            scalars = _SCALARS.get(only.type, ())
+            return _single_union(inner, _sdk_key(key), names, has_null, bare, key, scalars)
         records = {
             _file_key(m.fullname): self.compile(m, within_array=False)
             for m in others
@@ -167,16 +174,19 @@ def _unsure(value: Any) -> Any:
     raise NotFast("not handled by the fast path")
 
 
-def _record(fields: list[tuple[str, _Normalise, Callable[[], Any]]]) -> _Normalise:
+def _record(fields: list[tuple[str, _Normalise, Callable[[], Any] | None]]) -> _Normalise:
     def normalise_record(value: Any) -> Any:
         if type(value) is not dict:
             raise NotFast("expected an object")
         out: dict[str, Any] = {}
         for name, check, missing in fields:
             item = value.get(name)
-            result = missing() if item is None else check(item)
-            if result is not _OMIT and result is not None:
-                out[name] = result
+            if item is not None:
+                result = check(item)
+                if result is not None:
+                    out[name] = result
+            elif missing is not None:
+                out[name] = missing()
         return out
 
     return normalise_record
@@ -203,9 +213,17 @@ def _map(item: _Normalise) -> _Normalise:
 
 
 def _single_union(
-    inner: _Normalise, sdk_key: str, names: set[str], has_null: bool, bare: bool, key: str
+    inner: _Normalise,
+    sdk_key: str,
+    names: set[str],
+    has_null: bool,
+    bare: bool,
+    key: str,
+    scalars: tuple[type, ...],
 ) -> _Normalise:
     def normalise_optional(value: Any) -> Any:
+        if type(value) in scalars:  # the usual optional string or flag: no call further down
+            return value if bare else {key: value}
         if value is None:
             if has_null:
                 return None
