@@ -221,7 +221,10 @@ def test_a_catalog_without_models_is_a_note_and_exit_0(tmp_path: Path) -> None:
     table = mlcopilot(home, "scan")
     assert table.returncode == 0, table.stderr
     assert note in " ".join(table.stdout.split())
-    assert "Scanned 0 models" in table.stdout
+    assert "Incidents:" not in table.stdout  # nothing was reconciled: no incident line
+    markdown = mlcopilot(home, "scan", "--format", "markdown")
+    assert markdown.returncode == 0, markdown.stderr
+    assert note in " ".join(markdown.stdout.split())
     as_json = mlcopilot(home, "scan", "--format", "json")
     assert as_json.returncode == 0, as_json.stderr
     report = json.loads(as_json.stdout)

@@ -109,6 +109,8 @@ def render_markdown(result: ScanResult) -> str:
     """A markdown report, for pull-request comments and CI job summaries."""
     lines = [f"# mlcopilot scan — {result.now.isoformat()}", "", f"Catalog: `{result.catalog}`", ""]
     lines += [item for note in result.notes for item in (_md(note), "")]
+    if not result.models:
+        return "\n".join(lines)
     for model in result.models:
         lines += _markdown_model(model)
     changes = result.changes

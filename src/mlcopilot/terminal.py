@@ -38,6 +38,8 @@ def print_scan(result: ScanResult, console: Console, *, previewed: Collection[st
     """Render a scan result as readable tables (``previewed`` sinks only showed, not sent)."""
     for note in result.notes:
         console.print(escape(note))
+    if not result.models:
+        return  # the note says it all: nothing was walked, reconciled or written
     for report in result.models:
         _print_model(report, console)
     changes = result.changes
