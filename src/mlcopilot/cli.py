@@ -176,17 +176,68 @@ def catalog_load(
     files: Annotated[list[Path], typer.Argument(help="DataHub metadata files (JSON MCPs/MCEs).")],
     catalog: CatalogOption = None,
 ) -> None:
-    """Load DataHub metadata files into the embedded catalog (validated first, all or nothing)."""
+    """Load DataHub metadata files into the embedded catalog (streamed, all or nothing)."""
+    import signal  # local to this command: cli.py is shared, its imports are not mine to edit
+
+    from mlcopilot.catalog.loader import check_files
+
     env = Environment.from_env()
+    check_files(files)  # a missing file must not leave an empty catalog behind
     lite = open_lite(_catalog_spec(env, catalog))
+
+    def stop(signum: int, frame: object) -> None:
+        # Unwind like Ctrl-C: the load's transaction rolls back and the catalog stays as it was.
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        summary = load_metadata_files(lite, files)
+        with _load_progress() as progress:
+            summary = load_metadata_files(lite, files, progress=progress)
+    except KeyboardInterrupt:
+        err.print("[bold red]interrupted[/]: nothing was loaded, the catalog is as it was")
+        raise typer.Exit(130) from None
     finally:
+        signal.signal(signal.SIGTERM, previous)
         lite.close()
     out.print(
-        f"Loaded {summary.records} records from {len(files)} file(s) into {lite.label}: "
-        f"{summary.urns} entities, {summary.new_versions} new aspect versions."
+        f"Loaded {summary.records} records from {summary.files} file(s) into {lite.label}: "
+        f"{summary.urns} entities, {summary.aspects} aspects, {summary.new_versions} new "
+        f"aspect versions, {summary.patches} patches applied, {summary.skipped} skipped."
     )
+    for skip in summary.skips:
+        out.print(f"  skipped {escape(skip)}")
+    if summary.skipped > len(summary.skips):
+        out.print(f"  ... and {summary.skipped - len(summary.skips)} more skipped")
+
+
+@contextmanager
+def _load_progress() -> Iterator[Callable[[int, int], None]]:
+    """``catalog load``'s progress: a bar by bytes on a terminal, else a line every 15 s."""
+    import time
+
+    from rich.progress import (
+        DownloadColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    if err.is_terminal:
+        columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+        with Progress(TextColumn("loading"), *columns, console=err, transient=True) as bar:
+            task = bar.add_task("load", total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+        return
+    started = last = time.monotonic()
+
+    def line(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= 15:
+            last = now
+            rate = done / (now - started) / 1e6
+            err.print(f"loading: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB ({rate:.1f} MB/s)")
+
+    yield line
 
 
 @app.command("scan")

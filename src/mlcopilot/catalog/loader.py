@@ -147,7 +147,7 @@ def load_metadata_files(
             a PATCH that cannot be applied); nothing is written then.
         CatalogError: when the catalog cannot be opened or written (nothing is written then).
     """
-    sizes = [_size(path) for path in files]  # every file readable before the catalog is made
+    sizes = check_files(files)  # every file readable before the catalog is made
     if isinstance(catalog, LiteCatalog):
         return _load(catalog, files, sizes, progress)
     with open_lite_catalog(catalog, create=True) as opened:
@@ -205,6 +205,15 @@ def read_metadata_file(path: Path) -> tuple[int, list[MetadataChangeProposalWrap
         except _BadRecord as exc:
             raise InputError(f"{path}: record {number}: {exc}") from exc
     return count, mcps
+
+
+def check_files(files: Sequence[Path]) -> list[int]:
+    """The size of each file, once it is known to be readable.
+
+    Raises:
+        InputError: naming the first file that cannot be read.
+    """
+    return [_size(path) for path in files]
 
 
 def _size(path: Path) -> int:
