@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
+from mlcopilot.catalog.lite_writer import TIMESERIES
 from mlcopilot.catalog.loader import LoadSummary, load_metadata_files
 from mlcopilot.errors import InputError
 from mlcopilot.model import ColumnEdge, Edge
@@ -326,3 +328,223 @@ def test_missing_file_is_refused_and_creates_no_catalog(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read"):
         load_metadata_files(db, [tmp_path / "nope.json"])
     assert not db.exists()
+
+
+# --- the rows are Lite's own ---------------------------------------------------------------
+
+DEMO_DATA = Path(__file__).parents[2] / "src" / "mlcopilot" / "demo_data"
+
+
+def lite_rows(db: Path, table: str = "metadata_aspect_v2") -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+
+
+def test_rows_and_browse_edges_are_what_datahub_lite_itself_writes(tmp_path: Path) -> None:
+    """Loading a sequence of files gives the very rows ``SqliteLite.write`` + ``close`` give.
+
+    The demo files carry lastObserved everywhere (so createdon is deterministic), change a
+    schema and restore a column (new versions), and reload unchanged aspects (re-dated only).
+    """
+    from datahub.lite.sqlite_lite import SqliteLite
+    from datahub.lite.sqlite_lite_config import SqliteLiteConfig
+
+    from mlcopilot.catalog.loader import read_metadata_file
+
+    files = sorted(DEMO_DATA.glob("*.json"))
+    ours, theirs = tmp_path / "ours.db", tmp_path / "theirs.db"
+    for path in [*files, files[0]]:
+        load_metadata_files(ours, [path])
+        lite = SqliteLite(SqliteLiteConfig(file=str(theirs)))
+        for mcp in read_metadata_file(path)[1]:
+            lite.write(mcp)
+        lite.close()  # Lite rebuilds its browse index here
+
+    # Except timeseries, on purpose: Lite makes the last event written the latest (the reload
+    # of 01 makes its old operation event latest again); we keep the newest by its own time.
+    def aspect_rows(db: Path) -> list[tuple[Any, ...]]:
+        return [r for r in lite_rows(db) if r[1] not in TIMESERIES]
+
+    assert aspect_rows(ours) == aspect_rows(theirs)
+    assert len(aspect_rows(ours)) > 30
+    assert lite_rows(ours, "metadata_edge_v2") == lite_rows(theirs, "metadata_edge_v2")
+    assert len(lite_rows(ours, "metadata_edge_v2")) > 10
+
+
+@needs_samples
+def test_browse_edges_match_a_full_lite_reindex_of_datahubs_samples(tmp_path: Path) -> None:
+    from datahub.lite.sqlite_lite import SqliteLite
+    from datahub.lite.sqlite_lite_config import SqliteLiteConfig
+
+    db = tmp_path / "catalog.db"
+    load_metadata_files(db, [ML_SHOWCASE, BOOTSTRAP])
+    ours = lite_rows(db, "metadata_edge_v2")
+    lite = SqliteLite(SqliteLiteConfig(file=str(db)))
+    lite.close()  # reindex(): drops every edge and derives them again from the aspects
+    assert lite_rows(db, "metadata_edge_v2") == ours
+    assert len(ours) > 50
+
+
+# --- timeseries ----------------------------------------------------------------------------
+
+
+def operation(urn: str, at_ms: int, updated_ms: int) -> dict[str, Any]:
+    return {
+        "entityType": "dataset",
+        "entityUrn": urn,
+        "changeType": "UPSERT",
+        "aspectName": "operation",
+        "aspect": {
+            "json": {
+                "timestampMillis": at_ms,
+                "operationType": "UPDATE",
+                "lastUpdatedTimestamp": updated_ms,
+            }
+        },
+        "systemMetadata": {"lastObserved": at_ms, "runId": f"run-{at_ms}"},
+    }
+
+
+def test_timeseries_keep_every_event_and_the_newest_is_latest(tmp_path: Path) -> None:
+    db = tmp_path / "catalog.db"
+    day = 86_400_000
+    newer, older, oldest = (
+        operation(RAW, 10 * day - k * day, 10 * day - k * day) for k in (0, 1, 2)
+    )
+    first = load_metadata_files(db, [write_json(tmp_path / "a.json", [older, newer])])
+    assert first.new_versions == 2
+    # An older event arriving later is history, not the latest; a known event is not repeated.
+    second = load_metadata_files(db, [write_json(tmp_path / "b.json", [oldest, newer, older])])
+    assert (second.aspects, second.new_versions) == (3, 1)
+    with open_lite_catalog(db, create=False) as catalog:
+        events = catalog.timeseries(RAW, "operation")
+        assert [e["timestampMillis"] for e in events] == [10 * day, 9 * day, 8 * day]
+        assert catalog.timeseries(RAW, "operation", limit=1) == events[:1]
+        # What the checks read (stale_source: the node's last update) is the newest event.
+        assert catalog.nodes([RAW])[RAW].last_updated == ax.ms_to_datetime(10 * day)
+        with pytest.raises(ValueError, match="'schemaMetadata' is not a timeseries aspect"):
+            catalog.timeseries(RAW, "schemaMetadata")
+    # Lite's own write() can carry on after us: v0 names the highest version.
+    from datahub.lite.sqlite_lite import SqliteLite
+    from datahub.lite.sqlite_lite_config import SqliteLiteConfig
+
+    from mlcopilot.catalog.loader import read_metadata_file
+
+    lite = SqliteLite(SqliteLiteConfig(file=str(db)))
+    later = write_json(tmp_path / "c.json", [operation(RAW, 11 * day, 11 * day)])
+    for mcp in read_metadata_file(later)[1]:
+        lite.write(mcp)
+    lite.sqlite_client.close()
+    assert [e["timestampMillis"] for e in LiteCatalog(db).timeseries(RAW, "operation")][:2] == [
+        11 * day,
+        10 * day,
+    ]
+
+
+# --- change types ---------------------------------------------------------------------------
+
+
+def status(removed: bool, change: str = "UPSERT", urn: str = RAW) -> dict[str, Any]:
+    return {
+        **GOOD_MCP,
+        "entityUrn": urn,
+        "changeType": change,
+        "aspect": {"json": {"removed": removed}},
+    }
+
+
+def test_create_writes_only_what_is_absent_and_reports_the_rest(tmp_path: Path) -> None:
+    db = tmp_path / "catalog.db"
+    other = dataset_urn("raw.orders")
+    records = [
+        status(False),
+        status(True, "CREATE"),  # status of RAW exists (record 1): left alone
+        {**status(True, "CREATE"), "aspectName": "status", "entityUrn": other},  # absent: made
+        {
+            **GOOD_MCP,
+            "changeType": "CREATE_ENTITY",
+            "aspectName": "globalTags",
+            "aspect": {"json": {"tags": []}},
+        },  # RAW exists: left alone
+        status(True, "DELETE"),
+        status(True, "RESTATE"),
+    ]
+    path = write_json(tmp_path / "c.json", records)
+    summary = load_metadata_files(db, [path])
+    assert (summary.records, summary.aspects, summary.new_versions) == (6, 2, 2)
+    assert summary.skipped == 4
+    assert [s.split(": ", 2)[1] for s in summary.skips] == [
+        "record 2",
+        "record 4",
+        "record 5",
+        "record 6",
+    ]
+    assert "CREATE: aspect 'status' of" in summary.skips[0]
+    assert "CREATE_ENTITY:" in summary.skips[1]
+    assert "DELETE is not applied" in summary.skips[2]
+    with open_lite_catalog(db, create=False) as catalog:
+        nodes = catalog.nodes([RAW, other])
+    assert not nodes[RAW].removed
+    assert nodes[other].removed
+
+
+# --- PATCH ----------------------------------------------------------------------------------
+
+
+def tags_patch(*ops: dict[str, Any], urn: str = RAW) -> dict[str, Any]:
+    return {
+        "entityType": "dataset",
+        "entityUrn": urn,
+        "changeType": "PATCH",
+        "aspectName": "globalTags",
+        "aspect": {"json": list(ops)},
+    }
+
+
+def test_patches_apply_in_file_order_to_what_is_stored_then(tmp_path: Path) -> None:
+    db = tmp_path / "catalog.db"
+    base = {
+        **GOOD_MCP,
+        "aspectName": "globalTags",
+        "aspect": {"json": {"tags": [{"tag": tag_urn("A")}]}},
+    }
+    load_metadata_files(db, [write_json(tmp_path / "base.json", [base])])
+    add_b = {"op": "add", "path": f"/tags/{tag_urn('B')}", "value": {"tag": tag_urn("B")}}
+    remove_a = {"op": "remove", "path": f"/tags/{tag_urn('A')}"}
+    add_c = {"op": "add", "path": f"/tags/{tag_urn('C')}", "value": {"tag": tag_urn("C")}}
+    patches = write_json(
+        tmp_path / "p.json",
+        [
+            tags_patch(add_b),
+            tags_patch(remove_a),
+            {
+                **tags_patch(add_c),
+                "aspect": {
+                    "value": json.dumps([add_c]),
+                    "contentType": "application/json-patch+json",
+                },
+            },
+        ],
+    )
+    summary = load_metadata_files(db, [patches])
+    assert (summary.patches, summary.new_versions) == (3, 3)
+    with open_lite_catalog(db, create=False) as catalog:
+        assert catalog.nodes([RAW])[RAW].tags == {tag_urn("B"), tag_urn("C")}
+    # A patch of an aspect the entity does not have yet starts from the aspect's default.
+    fresh = dataset_urn("raw.fresh")
+    load_metadata_files(db, [write_json(tmp_path / "f.json", [tags_patch(add_b, urn=fresh)])])
+    assert LiteCatalog(db).nodes([fresh])[fresh].tags == {tag_urn("B")}
+
+
+def test_a_patch_whose_result_is_invalid_is_refused_naming_file_and_record(
+    tmp_path: Path, loaded_db: Path
+) -> None:
+    bad_value = {"op": "add", "path": "/tags/x", "value": {"tag": 5}}
+    path = write_json(tmp_path / "p.json", [GOOD_MCP, tags_patch(bad_value)])
+    before = rows(loaded_db)
+    with pytest.raises(InputError) as raised:
+        load_metadata_files(loaded_db, [path])
+    assert str(raised.value).startswith(
+        f"{path}: record 2: aspect 'globalTags' is not valid: field 'tags[0].tag'"
+    )
+    assert rows(loaded_db) == before
