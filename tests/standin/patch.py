@@ -5,19 +5,17 @@ Applied as GMS applies it (``entity-registry/.../aspect/patch/template``: ``Temp
 
 1. The current aspect, or the default when there is none: an empty record for a generic patch
    (one that names ``arrayPrimaryKeys``), the aspect template's default otherwise.
-2. Each keyed array field becomes nested maps, one level per key (``attribution␟source`` is
-   the nested field ``attribution.source``; a missing key is ``""``). Elements with the same
-   keys are merged into one. Generic patches name their fields and keys; template patches use
-   the aspect template's (``GlobalTagsTemplate``: ``tags`` by ``tag``;
-   ``StructuredPropertiesTemplate``: ``properties`` by ``propertyUrn`` then source...).
+2. The template turns keyed arrays into maps (see :mod:`tests.standin.patch_templates`, which
+   holds every template GMS registers, ``fineGrainedLineages`` and nested field templates
+   included). Generic patches name their fields and keys.
 3. ``populateTopLevelKeys``: every intermediate object on each operation's path is created
    when missing (for ``remove``, the target too, so removing what is not there is a no-op).
    The path is split as Java's ``String.split`` does, which drops trailing empty segments: an
    ``add`` to ``/properties/<urn>/`` on an entity without that property fails, as it does on
    GMS releases before datahub-project/datahub#17449.
 4. RFC 6902 ``add``/``remove``/``replace``, strictly (a missing parent or target fails).
-5. The maps become arrays again, in map order (grouped by the first key); a scalar key that
-   only lived in the path is put back into its element.
+5. The template turns the maps back into arrays, in map order (grouped by the first key); a
+   scalar key that only lived in the path is put back into its element.
 
 A failure raises ValueError: the server answers it with 400.
 """
@@ -27,48 +25,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.standin.patch_templates import TEMPLATES, NoDefaultError, Template, generic
+
 Json = dict[str, Any]
-Key = tuple[str, ...]  # a nested field path inside an array element
-Keys = dict[str, list[Key]]  # array field -> its primary keys, outermost first
-
-SEPARATOR = "\u241f"
-_SOURCE: Key = ("attribution", "source")
-
-# The aspects GMS has a template for (AspectTemplateEngine.SUPPORTED_TEMPLATES, plus the
-# dataProcessInstance ones), with the keyed array fields each template transforms.
-TEMPLATES: dict[str, Keys] = {
-    "globalTags": {"tags": [("tag",)]},
-    "glossaryTerms": {"terms": [("urn",)]},
-    "structuredProperties": {"properties": [("propertyUrn",), _SOURCE]},
-    "ownership": {"owners": [("owner",), ("type",)]},
-    "upstreamLineage": {"upstreams": [("dataset",)]},
-    "editableSchemaMetadata": {"editableSchemaFieldInfo": [("fieldPath",)]},
-    "institutionalMemory": {"elements": [("url",)]},
-    "domains": {"domains": []},
-    "siblings": {"siblings": []},
-    "dataJobInputOutput": {
-        "inputDatasetEdges": [("destinationUrn",)],
-        "outputDatasetEdges": [("destinationUrn",)],
-        "inputDatajobEdges": [("destinationUrn",)],
-        "inputDatasets": [],
-        "outputDatasets": [],
-        "inputDatajobs": [],
-    },
-    "dataProcessInstanceInput": {"inputEdges": [("destinationUrn",)], "inputs": []},
-    "dataProcessInstanceOutput": {"outputEdges": [("destinationUrn",)], "outputs": []},
-    "dataProductProperties": {"assets": [("destinationUrn",)]},
-    "datasetProperties": {},
-    "editableDatasetProperties": {},
-    "dataFlowInfo": {},
-    "dataJobInfo": {},
-    "chartInfo": {},
-    "dashboardInfo": {},
-    "propertyDefinition": {},
-    "formInfo": {},
-    "versionProperties": {},
-    "editableContainerProperties": {},
-    "editableMlModelGroupProperties": {},
-}
 
 
 def apply_patch(
@@ -85,84 +44,24 @@ def apply_patch(
     ``forceGenericPatch``) the aspect's template decides, and an aspect without one refuses
     the patch, as GMS does.
     """
+    template: Template
     if array_keys or force_generic:
-        keys: Keys = {
-            field: [tuple(k.split(SEPARATOR)) for k in declared]
-            for field, declared in (array_keys or {}).items()
-        }
-        default: Json = {}
+        template = generic(array_keys or {})
     elif aspect in TEMPLATES:
-        keys = TEMPLATES[aspect]
-        default = {field: [] for field in keys}
+        template = TEMPLATES[aspect]
     else:
         raise ValueError(f"ChangeType not supported: PATCH for aspect {aspect}")
-    doc = copy.deepcopy(current) if current is not None else default
-    for field, field_keys in keys.items():
-        doc[field] = _to_map(doc.get(field), field_keys)
+    if current is None:
+        try:
+            current = template.default()
+        except NoDefaultError as exc:
+            raise ValueError(f"Cannot PATCH {aspect}: none stored and {exc}") from exc
+    doc = template.transform(current)
     for op in operations:
         _populate(doc, op)
     for op in operations:
         _apply(doc, op)
-    for field, field_keys in keys.items():
-        doc[field] = _to_array(doc.get(field), field_keys)
-    return doc
-
-
-# --- arrays as maps ------------------------------------------------------------------------
-
-
-def _key_of(element: Any, key: Key) -> str:
-    value = element
-    for part in key:
-        value = value.get(part) if isinstance(value, dict) else None
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"  # Jackson's asText
-    return str(value)
-
-
-def _to_map(array: Any, keys: list[Key]) -> Json:
-    mapped: Json = {}
-    for element in array if isinstance(array, list) else []:
-        if not keys:  # an array of strings: each string keys itself
-            mapped[element if isinstance(element, str) else ""] = element
-            continue
-        leaf = mapped
-        for key in keys:
-            leaf = leaf.setdefault(_key_of(element, key), {})
-        if isinstance(element, dict):
-            leaf.update(copy.deepcopy(element))  # elements with equal keys merge
-    return mapped
-
-
-def _to_array(mapped: Any, keys: list[Key]) -> list[Any]:
-    if isinstance(mapped, list):
-        return mapped  # a ``replace`` of the whole field
-    if mapped is None:
-        return []
-    if not keys:
-        return list(mapped.values()) if isinstance(mapped, dict) else [mapped]
-    return _merge(mapped, keys)
-
-
-def _merge(node: Any, keys: list[Key]) -> list[Any]:
-    if not keys:
-        return list(node) if isinstance(node, list) else [node]
-    key, rest = keys[0], keys[1:]
-    merged: list[Any] = []
-    if isinstance(node, dict):
-        for value, child in node.items():
-            elements = _merge(child, rest)
-            if value and len(key) == 1:  # a nested key is never put back (GMS's reinjectKey)
-                for element in elements:
-                    if isinstance(element, dict) and key[0] not in element:
-                        element[key[0]] = value
-            merged += elements
-    elif isinstance(node, list):
-        for child in node:
-            merged += _merge(child, rest)
-    return merged
+    return template.rebase(doc)
 
 
 # --- JSON Patch ----------------------------------------------------------------------------

@@ -54,6 +54,10 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+class AlreadyExistsError(ValueError):
+    """A CREATE / CREATE_ENTITY proposal for what is already stored."""
+
+
 def not_found(message: str) -> Response:
     # Rest.li's error envelope; the SDK reads ``message`` when it raises.
     return Response(
@@ -176,10 +180,14 @@ class Api:
     def _aspects_action(self, req: Request) -> Response:
         action = req.param("action")
         body = req.json() or {}
-        if action == "ingestProposal":
-            return Response(200, {"value": self._ingest_proposal(body["proposal"])})
-        if action == "ingestProposalBatch":
-            return Response(200, {"value": [self._ingest_proposal(p) for p in body["proposals"]]})
+        try:
+            if action == "ingestProposal":
+                return Response(200, {"value": self._ingest_proposal(body["proposal"])})
+            if action == "ingestProposalBatch":
+                proposals = body["proposals"]
+                return Response(200, {"value": [self._ingest_proposal(p) for p in proposals]})
+        except AlreadyExistsError as exc:  # GMS: a failed validation is 422, not 400
+            return Response(422, {"message": f"Failed to validate: {exc}", "status": 422})
         if action == "getTimeseriesAspectValues":
             return Response(200, {"value": self._timeseries(body)})
         return bad_request(f"Unsupported action {action}")
@@ -195,8 +203,21 @@ class Api:
             operations = json.loads((proposal.get("aspect") or {}).get("value") or "[]")
             self._patch(urn, name, operations, proposal.get("systemMetadata"))
             return urn
+        if change in ("CREATE", "CREATE_ENTITY"):
+            self._check_creatable(urn, name, change)
+            proposal = {**proposal, "changeType": "UPSERT"}
         self.backend.write([proposal])
         return urn
+
+    def _check_creatable(self, urn: str, name: str, change: str) -> None:
+        """GMS's ``CreateIfNotExistsValidator``: CREATE needs the aspect, CREATE_ENTITY the
+        entity, not to exist yet."""
+        if change == "CREATE_ENTITY" and self.backend.index.exists(urn):
+            raise AlreadyExistsError(
+                f"Cannot perform CREATE_ENTITY on {urn}: the entity key already exists"
+            )
+        if change == "CREATE" and self.backend.store.get(urn, name, 0) is not None:
+            raise AlreadyExistsError(f"Cannot perform CREATE on {name} of {urn}: it already exists")
 
     def _patch(self, urn: str, name: str, operations: Any, meta: Json | None) -> None:
         array_keys = None
