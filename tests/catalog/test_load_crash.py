@@ -1,0 +1,160 @@
+"""A load that dies half-way (SIGKILL, SIGTERM, a full disk) leaves the catalog as it was.
+
+The real command runs as a subprocess (``python -m mlcopilot catalog load``) on a generated file
+of realistic MCPs, and is killed at random points: during start-up, while streaming, near the
+commit. After each kill the catalog must open, pass SQLite's integrity check and hold exactly
+the rows (aspects and browse edges) it held before. The full disk is a real one: a small tmpfs
+(mounting needs root; the test is skipped without it).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks.generate import Shape, write
+
+from mlcopilot.catalog.loader import load_metadata_files
+from mlcopilot.errors import CatalogError
+
+DEMO = Path(__file__).parents[2] / "src" / "mlcopilot" / "demo_data" / "01_catalog.json"
+ROOT = Path(__file__).parents[2]
+
+
+def snapshot(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Every aspect row and every browse edge, after SQLite's own integrity check."""
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        aspects = conn.execute("SELECT * FROM metadata_aspect_v2 ORDER BY 1, 2, 3").fetchall()
+        edges = conn.execute("SELECT * FROM metadata_edge_v2 ORDER BY 1, 2, 3").fetchall()
+    finally:
+        conn.close()
+    return aspects, edges
+
+
+@pytest.fixture(scope="module")
+def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 13 MB of MCPs (schemas, lineage, operations...), a few seconds of loading."""
+    path = tmp_path_factory.mktemp("crash") / "big.json"
+    write(Shape.one_model(3000), path)
+    return path
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Path:
+    db = tmp_path / "catalog.db"
+    load_metadata_files(db, [DEMO])
+    return db
+
+
+def start_load(db: Path, file: Path, home: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "MLCOPILOT_HOME": str(home), "DATAHUB_TELEMETRY_ENABLED": "false"}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlcopilot",
+            "catalog",
+            "load",
+            "--catalog",
+            f"lite:{db}",
+            str(file),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_a_load_killed_at_random_points_changes_nothing(
+    signum: int, catalog: Path, big_file: Path, tmp_path: Path
+) -> None:
+    before = snapshot(catalog)
+    pristine = tmp_path / "pristine.db"
+    shutil.copy(catalog, pristine)
+    # A whole load on a copy: how long it takes here (so the kills land inside it), and
+    # what the catalog holds once it has committed.
+    loaded = tmp_path / "loaded.db"
+    shutil.copy(catalog, loaded)
+    probe = start_load(loaded, big_file, tmp_path)
+    started = time.monotonic()
+    assert probe.wait(timeout=300) == 0, probe.stderr.read() if probe.stderr else ""
+    whole = time.monotonic() - started
+    after = snapshot(loaded)
+    assert after != before
+    rng = random.Random(f"crash-{signum}")
+    unchanged, rolled_back = 0, 0
+    # Anywhere (start-up included) twice, then in the second half, where the rows are written.
+    for low in (0.02, 0.02, 0.5, 0.5, 0.5):
+        process = start_load(catalog, big_file, tmp_path)
+        time.sleep(rng.uniform(low * whole, whole))
+        process.send_signal(signum)
+        code = process.wait(timeout=120)
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        state = snapshot(catalog)
+        # All or nothing: a signal after the commit finds the whole load there.
+        assert state in (before, after), f"exit {code}: a partial load\n{stderr}"
+        if state == after:
+            shutil.copy(pristine, catalog)
+            for leftover in ("-wal", "-shm"):
+                Path(f"{catalog}{leftover}").unlink(missing_ok=True)
+            continue
+        unchanged += 1
+        if signum == signal.SIGTERM:
+            # Python had not reached the command yet (SIGTERM's default: death), or the
+            # command rolled the load back and said so.
+            assert code in (130, -signal.SIGTERM), stderr
+            if code == 130:
+                assert "nothing was loaded, the catalog is as it was" in stderr
+                rolled_back += 1
+        else:
+            assert code == -signal.SIGKILL
+    assert unchanged >= 3  # most signals land before the commit, which comes last
+    assert rolled_back >= 1 or signum == signal.SIGKILL
+
+
+@pytest.fixture
+def small_disk() -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = Path(f"/tmp/mlcopilot-full-{uuid.uuid4().hex[:8]}")
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)], check=False
+    )
+    if done.returncode != 0:
+        mount.rmdir()
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+        mount.rmdir()
+
+
+def test_a_full_disk_leaves_the_catalog_as_it_was(
+    small_disk: Path, catalog: Path, big_file: Path
+) -> None:
+    db = small_disk / "catalog.db"
+    shutil.copy(catalog, db)
+    before = snapshot(db)
+    before_bytes = db.read_bytes()
+    with pytest.raises(CatalogError, match="database or disk is full") as raised:
+        load_metadata_files(db, [big_file])  # 13 MB of metadata onto a 6 MB disk
+    assert "nothing was loaded: the catalog is as it was" in str(raised.value)
+    assert snapshot(db) == before
+    assert db.read_bytes() == before_bytes
