@@ -138,3 +138,115 @@ def test_a_patch_over_http_lands_on_what_the_store_holds_then(standin_factory: A
         graph.emit_mcps(_Patch(MODEL).set_structured_property(PROP, ["x"]).build())
     assert server.backend.store.get(MODEL, "structuredProperties") is None
     graph.close()
+
+
+# --- templates ported for the golden files -------------------------------------------------
+
+DS = "urn:li:dataset:(urn:li:dataPlatform:hive,t,PROD)"
+UP = "urn:li:dataset:(urn:li:dataPlatform:hive,u,PROD)"
+
+
+def _field(dataset: str, name: str) -> str:
+    return f"urn:li:schemaField:({dataset},{name})"
+
+
+def test_fine_grained_lineage_keys_by_operation_downstream_query_upstream() -> None:
+    down, up_a, up_b = _field(DS, "a"), _field(UP, "a"), _field(UP, "b")
+    stored = {
+        "upstreams": [],
+        "fineGrainedLineages": [
+            {
+                "upstreamType": "FIELD_SET",
+                "upstreams": [up_a],
+                "downstreamType": "FIELD",
+                "downstreams": [down],
+                "confidenceScore": 0.9,
+            }
+        ],
+    }
+    added = apply_patch(
+        "upstreamLineage",
+        stored,
+        [{"op": "add", "path": f"/fineGrainedLineages/NONE/{down}/NONE/{up_b}", "value": {}}],
+    )
+    (lineage,) = added["fineGrainedLineages"]
+    assert lineage["upstreams"] == [up_a, up_b]  # merged into the one lineage
+    assert lineage["confidenceScore"] == 0.9  # the lowest score wins
+    assert lineage["transformOperation"] == "NONE"
+    assert "query" not in lineage
+    removed = apply_patch(
+        "upstreamLineage",
+        added,
+        [
+            {"op": "remove", "path": f"/fineGrainedLineages/NONE/{down}/NONE/{up_a}"},
+            {"op": "remove", "path": f"/fineGrainedLineages/NONE/{down}/NONE/{up_b}"},
+        ],
+    )
+    assert removed["fineGrainedLineages"] == []  # no upstream left: the lineage is dropped
+
+
+def test_field_glossary_term_gets_the_templates_audit_stamp() -> None:
+    term = "urn:li:glossaryTerm:pii"
+    value = apply_patch(
+        "editableSchemaMetadata",
+        None,
+        [
+            {
+                "op": "add",
+                "path": f"/editableSchemaFieldInfo/email/glossaryTerms/terms/{term}",
+                "value": {"urn": term},
+            }
+        ],
+    )
+    (info,) = value["editableSchemaFieldInfo"]
+    assert info["fieldPath"] == "email"  # the key that only lived in the path is put back
+    assert info["glossaryTerms"]["terms"] == [{"urn": term}]
+    assert info["glossaryTerms"]["auditStamp"]["actor"] == "urn:li:corpuser:__datahub_system"
+    assert value["created"]["actor"] == "urn:li:corpuser:__datahub_system"
+
+
+def test_dashboard_default_and_edges() -> None:
+    value = apply_patch(
+        "dashboardInfo",
+        None,
+        [{"op": "add", "path": f"/datasetEdges/{DS}", "value": {"destinationUrn": DS}}],
+    )
+    assert value["datasetEdges"] == [{"destinationUrn": DS}]
+    assert value["title"] == ""
+    assert value["lastModified"]["created"]["time"] > 0
+
+
+def test_version_properties_without_a_stored_aspect_is_refused() -> None:
+    with pytest.raises(ValueError, match="no sensible default"):
+        apply_patch("versionProperties", None, [{"op": "add", "path": "/isLatest", "value": True}])
+
+
+def _post_proposal(url: str, change: str, aspect: str, value: Any) -> Any:
+    import requests
+
+    proposal = {
+        "entityType": "dataset",
+        "entityUrn": DS,
+        "changeType": change,
+        "aspectName": aspect,
+        "aspect": {"value": json.dumps(value), "contentType": "application/json"},
+    }
+    return requests.post(
+        f"{url}/aspects?action=ingestProposal",
+        json={"proposal": proposal, "async": "false"},
+        headers={"X-RestLi-Protocol-Version": "2.0.0"},
+        timeout=30,
+    )
+
+
+def test_create_refuses_what_exists(standin_factory: Any) -> None:
+    server = standin_factory([])
+    status = {"removed": False}
+    assert _post_proposal(server.url, "CREATE_ENTITY", "status", status).status_code == 200
+    assert _post_proposal(server.url, "CREATE", "globalTags", {"tags": []}).status_code == 200
+    again = _post_proposal(server.url, "CREATE", "globalTags", {"tags": []})
+    assert again.status_code == 422
+    assert "already exists" in again.json()["message"]
+    entity = _post_proposal(server.url, "CREATE_ENTITY", "status", status)
+    assert entity.status_code == 422
+    assert "CREATE_ENTITY" in entity.json()["message"]
