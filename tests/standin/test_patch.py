@@ -224,7 +224,7 @@ def test_version_properties_without_a_stored_aspect_is_refused() -> None:
 def _post_proposal(url: str, change: str, aspect: str, value: Any) -> Any:
     import requests
 
-    proposal = {
+    proposal: dict[str, Any] = {
         "entityType": "dataset",
         "entityUrn": DS,
         "changeType": change,
