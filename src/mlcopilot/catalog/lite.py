@@ -261,6 +261,9 @@ class LiteCatalog:
         self._forget()
         client = lite.sqlite_client
         with self._errors():
+            # A load rewrites index pages over and over: keep up to 64 MB of them in memory
+            # rather than spilling them to the WAL before the commit.
+            client.execute("PRAGMA cache_size = -65536")
             client.execute("BEGIN IMMEDIATE")  # take the write lock now, not at the first row
             lite.start_deferring()
             try:

@@ -314,7 +314,9 @@ class LiteWriter:
         return int(version)
 
     def _after_new_version(self, urn: str, aspect_name: str, value: Mapping[str, Any]) -> None:
-        if aspect_name in _HOOKED_NAMES:
+        # datasetProperties makes an edge only when it has a name: skip the wrapping otherwise.
+        unnamed = aspect_name == DatasetPropertiesClass.ASPECT_NAME and not value.get("name")
+        if aspect_name in _HOOKED_NAMES and not unnamed:
             # The value is validated already; the hooks read only its top-level fields, so
             # wrap it as the SDK class without a second (slow) parse.
             aspect = ASPECT_MAP[aspect_name]._construct(dict(value))
