@@ -383,6 +383,11 @@ def test_browse_edges_match_a_full_lite_reindex_of_datahubs_samples(tmp_path: Pa
     lite.close()  # reindex(): drops every edge and derives them again from the aspects
     assert lite_rows(db, "metadata_edge_v2") == ours
     assert len(ours) > 50
+    # And `datahub lite ls` browses it: platforms, then their datasets.
+    lite = SqliteLite(SqliteLiteConfig(file=str(db), read_only=True))
+    assert {b.name for b in lite.ls("/")} >= {"data_lakes", "streaming", "bi_tools"}
+    assert any(b.name == "hive" for b in lite.ls("/data_lakes"))
+    lite.sqlite_client.close()
 
 
 # --- timeseries ----------------------------------------------------------------------------
@@ -548,3 +553,39 @@ def test_a_patch_whose_result_is_invalid_is_refused_naming_file_and_record(
         f"{path}: record 2: aspect 'globalTags' is not valid: field 'tags[0].tag'"
     )
     assert rows(loaded_db) == before
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def test_the_command_prints_what_it_loaded_and_skipped(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mlcopilot.cli import app
+
+    path = write_json(
+        tmp_path / "c.json", [status(False), status(True, "CREATE"), status(True, "DELETE")]
+    )
+    db = tmp_path / "catalog.db"
+    result = CliRunner().invoke(
+        app,
+        ["catalog", "load", "--catalog", f"lite:{db}", str(path)],
+        env={"MLCOPILOT_HOME": str(tmp_path)},
+    )
+    assert result.exit_code == 0, result.output
+    printed = " ".join(result.stdout.split())  # the console wraps long lines
+    assert (
+        f"Loaded 3 records from 1 file(s) into lite:{db}: 1 entities, 1 aspects, 1 new aspect "
+        "versions, 0 patches applied, 2 skipped." in printed
+    )
+    assert f"skipped {path}: record 2: CREATE: aspect 'status'" in printed
+    assert f"skipped {path}: record 3: DELETE is not applied" in printed
+    # A missing file is refused before any catalog is made.
+    missing = CliRunner().invoke(
+        app,
+        ["catalog", "load", "--catalog", f"lite:{tmp_path / 'new.db'}", str(tmp_path / "no.json")],
+        env={"MLCOPILOT_HOME": str(tmp_path)},
+    )
+    assert missing.exit_code == 2
+    assert "cannot read" in missing.stderr
+    assert not (tmp_path / "new.db").exists()
