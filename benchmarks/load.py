@@ -71,8 +71,9 @@ def ensure_file(layout: str, target_mb: int) -> Path:
     if path.exists():
         return path
     indent = LAYOUTS[layout]
-    sample = list(generate(Shape.one_model(1000)))
-    per_entity = len(json.dumps(sample, indent=indent)) / 1000
+    # Bytes per upstream entity, each record written as below (at the top level, plus ",\n").
+    sample = generate(Shape.one_model(2000))
+    per_entity = sum(len(json.dumps(r, indent=indent)) + 2 for r in sample) / 2000
     shape = Shape.one_model(int(target_mb * 1e6 / per_entity))
     log(f"writing {path.name} ({shape.datasets} datasets)")
     tmp = path.with_suffix(".tmp")

@@ -63,6 +63,8 @@ _V0 = (
 )
 _MAX_VERSION = "SELECT MAX(version) FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ?"
 _INSERT = "INSERT INTO metadata_aspect_v2 VALUES (?, ?, ?, ?, ?, ?)"
+_INSERT_FIRST = "INSERT INTO metadata_aspect_v2 VALUES (?, ?, ?, ?, ?, ?), (?, ?, 0, ?, ?, ?)"
+"""A new aspect's v1 and its v0 copy, in one statement."""
 _UPDATE_V0 = (
     "UPDATE metadata_aspect_v2 SET metadata = ?, system_metadata = ? "
     "WHERE urn = ? AND aspect_name = ? AND version = 0"
@@ -224,10 +226,13 @@ class LiteWriter:
                 return Outcome.UNCHANGED
             version = self._version_of(urn, aspect_name, row[1]) + 1
         system_text = json.dumps(_with_version(stored_system, version))
-        self._db.execute(_INSERT, (urn, aspect_name, version, text, system_text, created_on))
         if row is None:
-            self._db.execute(_INSERT, (urn, aspect_name, 0, text, system_text, created_on))
+            first = (urn, aspect_name, version, text, system_text, created_on)
+            self._db.execute(
+                _INSERT_FIRST, (*first, urn, aspect_name, text, system_text, created_on)
+            )
         else:
+            self._db.execute(_INSERT, (urn, aspect_name, version, text, system_text, created_on))
             self._db.execute(_UPDATE_V0, (text, system_text, urn, aspect_name))
         self._after_new_version(urn, aspect_name, value)
         return Outcome.NEW_VERSION
@@ -283,10 +288,13 @@ class LiteWriter:
         (highest,) = self._db.execute(_MAX_VERSION, (urn, aspect_name)).fetchone()
         version = int(highest or 0) + 1
         system_text = json.dumps(_with_version(stored_system, version))
-        self._db.execute(_INSERT, (urn, aspect_name, version, text, system_text, created_on))
         if row is None:
-            self._db.execute(_INSERT, (urn, aspect_name, 0, text, system_text, created_on))
+            first = (urn, aspect_name, version, text, system_text, created_on)
+            self._db.execute(
+                _INSERT_FIRST, (*first, urn, aspect_name, text, system_text, created_on)
+            )
             return Outcome.NEW_VERSION
+        self._db.execute(_INSERT, (urn, aspect_name, version, text, system_text, created_on))
         latest = json.loads(row[0])
         if _stamp(value) >= _stamp(latest):
             self._db.execute(_UPDATE_V0, (text, system_text, urn, aspect_name))

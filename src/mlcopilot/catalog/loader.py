@@ -236,7 +236,7 @@ def _stream(path: Path, progress: Callable[[int], None] | None) -> Iterator[tupl
         if first != ord("["):
             raise _not_a_list(path, first)
         number = 0
-        records = ijson.items(file, "item", use_float=True)
+        records = ijson.items(file, "item", use_float=True, buf_size=256 * 1024)
         while True:
             try:
                 record = next(records)
