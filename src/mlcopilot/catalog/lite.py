@@ -16,7 +16,7 @@ import json
 import sqlite3
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -277,7 +277,10 @@ class LiteCatalog:
             finally:
                 lite.stop_deferring()
                 self._forget()
-            # A large load leaves a WAL as big as itself: fold it into the file and drop it.
+        # A large load leaves a WAL as big as itself: fold it into the file and drop it. The
+        # load is committed already, so a failure here (a full disk) must not be reported as
+        # a failed load: SQLite checkpoints again later.
+        with suppress(sqlite3.Error):
             client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def timeseries(
