@@ -589,3 +589,25 @@ def test_the_command_prints_what_it_loaded_and_skipped(tmp_path: Path) -> None:
     assert missing.exit_code == 2
     assert "cannot read" in missing.stderr
     assert not (tmp_path / "new.db").exists()
+
+
+# --- large loads: read and validated in a second process ----------------------------------
+
+
+def test_a_second_process_reading_gives_the_same_catalog_and_errors(tmp_path: Path) -> None:
+    files = [*sorted(DEMO_DATA.glob("*.json")), DEMO_DATA / "01_catalog.json"]
+    alone, paired = tmp_path / "alone.db", tmp_path / "paired.db"
+    one = load_metadata_files(alone, files, parallel=False)
+    two = load_metadata_files(paired, files, parallel=True)
+    assert one == two
+    assert lite_rows(alone) == lite_rows(paired)
+    assert lite_rows(alone, "metadata_edge_v2") == lite_rows(paired, "metadata_edge_v2")
+    before = rows(paired)
+    bad = write_json(tmp_path / "bad.json", [GOOD_MCP, {**GOOD_MCP, "aspectName": "fooBar"}])
+    with pytest.raises(InputError, match=rf"^{bad}: record 2: unknown aspect 'fooBar'$"):
+        load_metadata_files(paired, [files[0], bad], parallel=True)
+    broken = tmp_path / "broken.json"
+    broken.write_text('[\n  {"b": ]', encoding="utf-8")
+    with pytest.raises(InputError, match="not valid JSON at line 2 column 9"):
+        load_metadata_files(paired, [files[0], broken], parallel=True)
+    assert rows(paired) == before

@@ -195,9 +195,10 @@ class LiteWriter:
         self,
         urn: str,
         aspect_name: str,
-        value: Mapping[str, Any],
+        value: Mapping[str, Any] | None,
         system: Mapping[str, Any] | None,
         *,
+        text: str | None = None,
         create_only: bool = False,
     ) -> Outcome:
         """Write one validated aspect (its JSON as the SDK serialises it) as Lite would.
@@ -205,23 +206,28 @@ class LiteWriter:
         Args:
             urn: The entity.
             aspect_name: The aspect.
-            value: The aspect's JSON, in the form the SDK's ``to_obj`` gives.
+            value: The aspect's JSON, in the form the SDK's ``to_obj`` gives; or None with
+                ``text``.
             system: The record's systemMetadata in the same form, or None.
+            text: ``json.dumps(value)``, when the caller has it already (then ``value`` is
+                parsed from it only when needed).
             create_only: Leave an aspect that already exists alone (CREATE).
         """
+        if text is None:
+            assert value is not None, (urn, aspect_name)
+            text = json.dumps(value)
         if aspect_name in TIMESERIES:
-            return self._put_event(urn, aspect_name, value, system)
+            return self._put_event(urn, aspect_name, _parsed(value, text), text, system)
         row = self._db.execute(_V0, (urn, aspect_name)).fetchone()
         if row is not None and create_only:
             return Outcome.EXISTS
         if row is None and urn not in self._place and not self.entity_exists(urn):
             self._place.add(urn)
-        text = json.dumps(value)
         created_on, stored_system, observed = _system(system)
         if row is None:
             version = 1
         else:
-            if text == row[0] or value == json.loads(row[0]):
+            if text == row[0] or _parsed(value, text) == json.loads(row[0]):
                 self._touch(urn, aspect_name, json.loads(row[1]), observed)
                 return Outcome.UNCHANGED
             version = self._version_of(urn, aspect_name, row[1]) + 1
@@ -234,7 +240,7 @@ class LiteWriter:
         else:
             self._db.execute(_INSERT, (urn, aspect_name, version, text, system_text, created_on))
             self._db.execute(_UPDATE_V0, (text, system_text, urn, aspect_name))
-        self._after_new_version(urn, aspect_name, value)
+        self._after_new_version(urn, aspect_name, value, text)
         return Outcome.NEW_VERSION
 
     def finish(self) -> None:
@@ -269,13 +275,13 @@ class LiteWriter:
         urn: str,
         aspect_name: str,
         value: Mapping[str, Any],
+        text: str,
         system: Mapping[str, Any] | None,
     ) -> Outcome:
         """One timeseries event: kept once, v0 the newest by ``timestampMillis``."""
         stamp = value.get("timestampMillis")  # required by every timeseries aspect's schema
         row = self._db.execute(_V0, (urn, aspect_name)).fetchone()
         created_on, stored_system, observed = _system(system)
-        text = json.dumps(value)
         if row is not None:
             if text == row[0] or value == json.loads(row[0]):
                 self._touch(urn, aspect_name, json.loads(row[1]), observed)
@@ -321,16 +327,24 @@ class LiteWriter:
             (version,) = self._db.execute(_MAX_VERSION, (urn, aspect_name)).fetchone()
         return int(version)
 
-    def _after_new_version(self, urn: str, aspect_name: str, value: Mapping[str, Any]) -> None:
-        # datasetProperties makes an edge only when it has a name: skip the wrapping otherwise.
-        unnamed = aspect_name == DatasetPropertiesClass.ASPECT_NAME and not value.get("name")
-        if aspect_name in _HOOKED_NAMES and not unnamed:
-            # The value is validated already; the hooks read only its top-level fields, so
-            # wrap it as the SDK class without a second (slow) parse.
-            aspect = ASPECT_MAP[aspect_name]._construct(dict(value))
-            self._lite.post_update_hook(urn, aspect_name, aspect)
+    def _after_new_version(
+        self, urn: str, aspect_name: str, value: Mapping[str, Any] | None, text: str
+    ) -> None:
+        if aspect_name in _HOOKED_NAMES:
+            parsed = _parsed(value, text)
+            # datasetProperties makes an edge only when it has a name: no wrapping otherwise.
+            if aspect_name != DatasetPropertiesClass.ASPECT_NAME or parsed.get("name"):
+                # The value is validated already; the hooks read only its top-level fields,
+                # so wrap it as the SDK class without a second (slow) parse.
+                aspect = ASPECT_MAP[aspect_name]._construct(dict(parsed))
+                self._lite.post_update_hook(urn, aspect_name, aspect)
         if aspect_name in _PLACEMENT:
             self._place.add(urn)
+
+
+def _parsed(value: Mapping[str, Any] | None, text: str) -> Mapping[str, Any]:
+    parsed: Mapping[str, Any] = json.loads(text) if value is None else value
+    return parsed
 
 
 def _urn_head(urn: str) -> tuple[str, str]:

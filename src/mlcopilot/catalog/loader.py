@@ -41,6 +41,7 @@ from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.aspect_json import NotFast, normalise
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.lite_writer import LiteWriter, Outcome
+from mlcopilot.catalog.load_stream import PARALLEL_FROM_BYTES, prepared
 from mlcopilot.catalog.patch import PatchError, apply_patch
 from mlcopilot.errors import CatalogError, InputError
 
@@ -131,6 +132,7 @@ def load_metadata_files(
     files: Sequence[Path],
     *,
     progress: Progress | None = None,
+    parallel: bool | None = None,
 ) -> LoadSummary:
     """Stream ``files``, in order, into ``catalog`` in one transaction.
 
@@ -138,6 +140,8 @@ def load_metadata_files(
         catalog: An open Lite catalog, or the path of one (created when missing).
         files: DataHub metadata files: JSON lists of MCPs and/or MCEs.
         progress: Told the bytes read so far and the bytes of all files, now and then.
+        parallel: Parse and validate in a second process while this one writes; by default
+            for loads of :data:`~mlcopilot.catalog.load_stream.PARALLEL_FROM_BYTES` or more.
 
     Returns:
         What was read and written.
@@ -149,39 +153,46 @@ def load_metadata_files(
     """
     sizes = check_files(files)  # every file readable before the catalog is made
     if isinstance(catalog, LiteCatalog):
-        return _load(catalog, files, sizes, progress)
+        return _load(catalog, files, sizes, progress, parallel)
     with open_lite_catalog(catalog, create=True) as opened:
-        return _load(opened, files, sizes, progress)
+        return _load(opened, files, sizes, progress, parallel)
 
 
 def _load(
-    catalog: LiteCatalog, files: Sequence[Path], sizes: Sequence[int], progress: Progress | None
+    catalog: LiteCatalog,
+    files: Sequence[Path],
+    sizes: Sequence[int],
+    progress: Progress | None,
+    parallel: bool | None,
 ) -> LoadSummary:
     tally = _Tally()
-    total, done = sum(sizes), 0
+    total = sum(sizes)
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    if parallel is None:
+        parallel = total >= PARALLEL_FROM_BYTES
     try:
         with catalog.writing() as writer:
-            for path, size in zip(files, sizes, strict=True):
-                base = done
-                report = None if progress is None else _offset(progress, base, total)
-                for number, record in _stream(path, report):
-                    tally.records += 1
-                    try:
-                        _apply(record, writer, tally)
-                    except _BadRecord as exc:
-                        raise InputError(f"{path}: record {number}: {exc}") from exc
-                    except _Skip as exc:
-                        tally.skip(f"{path}: record {number}", str(exc))
-                done = base + size
-                if progress is not None:
-                    progress(done, total)
+            events = prepared(files, _stream, _prepare, _BadRecord, parallel=parallel)
+            for kind, index, number, payload in events:
+                if kind == "read":
+                    if progress is not None:
+                        progress(starts[index] + payload, total)
+                    continue
+                where = f"{files[index]}: record {number}"
+                if kind == "bad":
+                    raise InputError(f"{where}: {payload}")
+                tally.records += 1
+                try:
+                    _write(payload, writer, tally)
+                except _BadRecord as exc:
+                    raise InputError(f"{where}: {exc}") from exc
+                except _Skip as exc:
+                    tally.skip(where, str(exc))
+            if progress is not None:
+                progress(total, total)
     except CatalogError as exc:
         raise CatalogError(f"{exc} (nothing was loaded: the catalog is as it was)") from exc
     return tally.summary(len(files))
-
-
-def _offset(progress: Progress, base: int, total: int) -> Callable[[int], None]:
-    return lambda read: progress(base + read, total)
 
 
 def read_metadata_file(path: Path) -> tuple[int, list[MetadataChangeProposalWrapper]]:
@@ -302,40 +313,64 @@ def _read_json(path: Path) -> Any:
 # --- one record --------------------------------------------------------------------------
 
 
-def _apply(record: object, writer: LiteWriter, tally: _Tally) -> None:
-    """Validate one record and write it; raise :class:`_Skip` for one not applied."""
+def _prepare(record: object) -> tuple[Any, ...]:
+    """Validate one record, without the catalog; what :func:`_write` then writes.
+
+    Runs in the reader process of a large load (:mod:`mlcopilot.catalog.load_stream`), so it
+    returns plain, picklable tuples, aspects as the JSON text Lite stores.
+    """
     if not isinstance(record, dict):
         raise _BadRecord(f"expected a JSON object, got {_json_kind(record)}")
     if "proposedSnapshot" in record:
+        aspects = []
         for mcp in _from_mce(record):
             assert mcp.entityUrn, mcp  # set by mcps_from_mce
             assert mcp.aspectName, mcp
             assert mcp.aspect is not None, mcp
             system = mcp.systemMetadata.to_obj() if mcp.systemMetadata else None
-            value = pre_json_transform(mcp.aspect.to_obj())
-            _count(tally, mcp.entityUrn, writer.put(mcp.entityUrn, mcp.aspectName, value, system))
-        return
+            text = json.dumps(pre_json_transform(mcp.aspect.to_obj()))
+            aspects.append((mcp.entityUrn, mcp.aspectName, text, system))
+        return ("mce", aspects)
     if "aspect" not in record and "aspectName" not in record:
         raise _BadRecord(
             "neither an MCP (entityUrn, aspectName, aspect) nor an MCE (proposedSnapshot)"
         )
     urn, entity_type, change, name = _mcp_head(record)
     if change in _SKIPPED_CHANGES:
-        raise _Skip(_SKIPPED_CHANGES[change])
+        return ("skip", _SKIPPED_CHANGES[change])
     system = _system_metadata_json(record)
     if change == "PATCH":
-        patched = _patched(writer, urn, name, record.get("aspect"))
+        operations = _patch_payload(name, record.get("aspect"))
+        return ("patch", urn, entity_type, name, operations, system)
+    value = _aspect_json(entity_type, name, _payload(name, record.get("aspect")))
+    return ("put", urn, name, json.dumps(value), system, change)
+
+
+def _write(item: tuple[Any, ...], writer: LiteWriter, tally: _Tally) -> None:
+    """Write one prepared record; raise :class:`_Skip` for one not applied."""
+    kind = item[0]
+    if kind == "put":
+        _, urn, name, text, system, change = item
+        if change == "CREATE_ENTITY" and writer.entity_exists(urn):
+            raise _Skip(f"CREATE_ENTITY: {urn} exists already (GMS refuses such a proposal)")
+        outcome = writer.put(urn, name, None, system, text=text, create_only=change == "CREATE")
+        if outcome is Outcome.EXISTS:
+            raise _Skip(f"CREATE: aspect {name!r} of {urn} exists already (GMS refuses it too)")
+        _count(tally, urn, outcome)
+    elif kind == "mce":
+        for urn, name, text, system in item[1]:
+            _count(tally, urn, writer.put(urn, name, None, system, text=text))
+    elif kind == "patch":
+        _, urn, entity_type, name, operations, system = item
+        try:
+            patched = apply_patch(name, writer.current(urn, name), operations)
+        except PatchError as exc:
+            raise _BadRecord(str(exc)) from exc  # it names the aspect, operation and path
         value = _aspect_json(entity_type, name, patched)
         tally.patches += 1
         _count(tally, urn, writer.put(urn, name, value, system))
-        return
-    if change == "CREATE_ENTITY" and writer.entity_exists(urn):
-        raise _Skip(f"CREATE_ENTITY: {urn} exists already (GMS refuses such a proposal)")
-    value = _aspect_json(entity_type, name, _payload(name, record.get("aspect")))
-    outcome = writer.put(urn, name, value, system, create_only=change == "CREATE")
-    if outcome is Outcome.EXISTS:
-        raise _Skip(f"CREATE: aspect {name!r} of {urn} exists already (GMS refuses it too)")
-    _count(tally, urn, outcome)
+    else:
+        raise _Skip(item[1])
 
 
 def _count(tally: _Tally, urn: str, outcome: Outcome) -> None:
@@ -365,14 +400,6 @@ def _mcp_head(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
         raise _BadRecord(f"unknown aspect {name!r}")
     _check_allowed(entity_type, name)
     return urn, entity_type, change, name
-
-
-def _patched(writer: LiteWriter, urn: str, name: str, aspect: object) -> Any:
-    operations = _patch_payload(name, aspect)
-    try:
-        return apply_patch(name, writer.current(urn, name), operations)
-    except PatchError as exc:
-        raise _BadRecord(str(exc)) from exc  # it names the aspect, operation and path
 
 
 def _patch_payload(name: str, aspect: object) -> Any:
