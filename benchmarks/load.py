@@ -53,6 +53,7 @@ print(json.dumps({
     "wall_s": time.perf_counter() - wall,
     "cpu_s": time.process_time() - cpu,
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "reader_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
     "records": summary.records,
     "new_versions": summary.new_versions,
 }))
@@ -119,7 +120,10 @@ def run(target_mb: int, *, profile: bool) -> list[dict[str, Any]]:
                 result["mb_s"] = size_mb / result["wall_s"]
                 result["records_s"] = result["records"] / result["wall_s"]
                 rows.append(result)
-                log(f"  {result['mb_s']:.1f} MB/s, peak RSS {result['peak_rss_mb']:.0f} MB")
+                log(
+                    f"  {result['mb_s']:.1f} MB/s, peak RSS {result['peak_rss_mb']:.0f} MB "
+                    f"+ reader {result['reader_peak_rss_mb']:.0f} MB"
+                )
     return rows
 
 
@@ -135,17 +139,22 @@ def report(rows: list[dict[str, Any]]) -> str:
         f"Targets: ≥ {TARGET_MB_S:.0f} MB/s and ≤ {TARGET_RSS_MB:.0f} MB peak RSS for a 200 MB "
         "file. Before this loader: a 202 MB file took 9.5 min and 1.66 GB.",
         "",
+        "Peak RSS: the loading process; the reader process (forked, so most of its pages are "
+        "shared with the loader's) separately; the RSS target is checked on their sum, an upper "
+        "bound. CPU s: the loading process only.",
+        "",
         "| file layout | run | size MB | records | new versions | wall s | CPU s | MB/s | "
-        "records/s | peak RSS MB | MB/s target | RSS target |",
+        "records/s | peak RSS MB (loader + reader) | MB/s target | RSS target |",
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|---|",
     ]
     for r in rows:
+        rss = r["peak_rss_mb"] + r["reader_peak_rss_mb"]
         lines.append(
             f"| {r['layout']} | {r['run']} | {r['size_mb']:,.0f} | {r['records']:,} | "
             f"{r['new_versions']:,} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['mb_s']:.1f} | "
-            f"{r['records_s']:,.0f} | {r['peak_rss_mb']:,.0f} | "
+            f"{r['records_s']:,.0f} | {r['peak_rss_mb']:,.0f} + {r['reader_peak_rss_mb']:,.0f} | "
             f"{'**yes**' if r['mb_s'] >= TARGET_MB_S else '**no**'} | "
-            f"{'**yes**' if r['peak_rss_mb'] <= TARGET_RSS_MB else '**no**'} |"
+            f"{'**yes**' if rss <= TARGET_RSS_MB else '**no**'} |"
         )
     lines += ["", END]
     return "\n".join(lines)

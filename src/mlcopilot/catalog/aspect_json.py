@@ -95,13 +95,22 @@ class _Compiler:
             slot.append(_unsure)
             return self._records[name]
         fields = [
-            (f.name, self.compile(f.type, within_array=False), self._missing(f))
+            (f.name, f.type, self.compile(f.type, within_array=False), self._missing(f))
             for f in schema.fields
         ]
-        slot.append(_record(fields))
+        # An optional scalar written bare (the most common field of all) is checked inline too.
+        optional_scalars = {f.name: self._bare_scalars(f.type) for f in schema.fields}
+        slot.append(_record(schema.name, fields, optional_scalars))
         # Later references use the function itself; only recursive ones go through the slot.
         self._records[name] = slot[0]
         return slot[0]
+
+    def _bare_scalars(self, schema: Any) -> tuple[type, ...]:
+        """The Python types of a ``[null, scalar]`` union's value, when the SDK writes it bare."""
+        if schema.type != "union" or not self._converter._is_unambiguous_union(schema):
+            return ()
+        others = [m for m in schema.schemas if m.type != "null"]
+        return _SCALARS.get(others[0].type, ()) if len(others) == 1 else ()
 
     def _missing(self, field: Any) -> Callable[[], Any] | None:
         """What the SDK writes for ``field`` when the payload leaves it out (or null).
@@ -174,22 +183,83 @@ def _unsure(value: Any) -> Any:
     raise NotFast("not handled by the fast path")
 
 
-def _record(fields: list[tuple[str, _Normalise, Callable[[], Any] | None]]) -> _Normalise:
-    def normalise_record(value: Any) -> Any:
-        if type(value) is not dict:
-            raise NotFast("expected an object")
-        out: dict[str, Any] = {}
-        for name, check, missing in fields:
-            item = value.get(name)
-            if item is not None:
-                result = check(item)
-                if result is not None:
-                    out[name] = result
-            elif missing is not None:
-                out[name] = missing()
-        return out
+def _record(
+    name: str,
+    fields: list[tuple[str, Any, _Normalise, Any]],
+    optional_scalars: dict[str, tuple[type, ...]],
+) -> _Normalise:
+    """A record's check as one generated function.
 
-    return normalise_record
+    A field of a primitive type (or an optional one) is checked inline, any other field by
+    its compiled check.
+
+    Records are most of the work (a schema field alone has 20 fields), and a call per field
+    cost half the time of a load's validation.
+    """
+    scope: dict[str, Any] = {"NotFast": NotFast}
+    lines = [
+        "def check(value):",
+        "    if type(value) is not dict:",
+        "        raise NotFast('expected an object')",
+        "    out = {}",
+        "    get = value.get",
+    ]
+    for index, (field, schema, check, missing) in enumerate(fields):
+        key = repr(field)
+        lines += [f"    v = get({key})", "    if v is not None:"]
+        inline = _inline(index, key, schema, check, scope, optional_scalars[field])
+        lines += ["        " + line for line in inline]
+        if missing is _missing_required:
+            lines += ["    else:", "        raise NotFast('missing required field')"]
+        elif missing is not None:
+            scope[f"default_{index}"] = missing
+            lines += ["    else:", f"        out[{key}] = default_{index}()"]
+    lines.append("    return out")
+    exec(compile("\n".join(lines), f"<aspect_json {name}>", "exec"), scope)
+    generated: _Normalise = scope["check"]
+    return generated
+
+
+def _inline(
+    index: int,
+    key: str,
+    schema: Any,
+    check: _Normalise,
+    scope: dict[str, Any],
+    optional_scalars: tuple[type, ...],
+) -> list[str]:
+    """Source lines checking ``v`` (not None) for one field and storing the result."""
+    kind = schema.type
+    if optional_scalars:
+        # The value itself when it is of the scalar's type; anything else (a {type: value}
+        # form, a wrong type) goes through the union's own check.
+        scope[f"check_{index}"] = check
+        types = " or ".join(f"type(v) is {t.__name__}" for t in optional_scalars)
+        return [
+            f"if {types}:",
+            f"    out[{key}] = v",
+            "else:",
+            f"    out[{key}] = check_{index}(v)",
+        ]
+    if kind in _SCALARS:
+        types = " and ".join(f"type(v) is not {t.__name__}" for t in _SCALARS[kind])
+        return [f"if {types}:", "    raise NotFast('wrong type')", f"out[{key}] = v"]
+    if kind in ("int", "long"):
+        low, high = _INT_RANGE if kind == "int" else _LONG_RANGE
+        return [
+            f"if type(v) is not int or not {low} <= v <= {high}:",
+            "    raise NotFast('expected an integer in range')",
+            f"out[{key}] = v",
+        ]
+    if kind == "enum":
+        scope[f"symbols_{index}"] = frozenset(schema.symbols)
+        return [
+            f"if type(v) is not str or v not in symbols_{index}:",
+            "    raise NotFast('not a symbol of the enum')",
+            f"out[{key}] = v",
+        ]
+    scope[f"check_{index}"] = check
+    return [f"r = check_{index}(v)", "if r is not None:", f"    out[{key}] = r"]
 
 
 def _array(item: _Normalise) -> _Normalise:
