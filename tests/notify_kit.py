@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mlcopilot.catalog.lite import LiteCatalog
+from mlcopilot.checks import builtin_infos
 from mlcopilot.config import PluginConfig
 from mlcopilot.delivery import scan_delivery
-from mlcopilot.model import CheckOutcome, Node, Severity
+from mlcopilot.model import CheckInfo, CheckOutcome, Node, Severity
 from mlcopilot.protocols import CheckContext
 from mlcopilot.relay import RetryPolicy
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
@@ -63,6 +64,7 @@ def scripted_checks(script: Script) -> list[Any]:
 
         class Scripted:
             config_model: ClassVar[type[PluginConfig]] = PluginConfig
+            info: ClassVar[CheckInfo] = builtin_infos()[name]
             check_name = name
 
             def __init__(self, config: Any = None) -> None:

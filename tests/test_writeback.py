@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from mlcopilot.checks import builtin_infos
 from mlcopilot.model import (
     DocumentWrite,
     Incident,
@@ -14,7 +15,10 @@ from mlcopilot.model import (
     Severity,
     TagWrite,
 )
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY, TAGS, plan_writeback
+from mlcopilot.writeback import OPEN_RISKS_PROPERTY, plan_writeback
+
+INFOS = builtin_infos()
+TAGS = {name: info.tag for name, info in INFOS.items()}
 
 A = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,a,PROD)"
 B = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,b,PROD)"
@@ -46,8 +50,8 @@ def incident(
 
 
 def test_plan_is_deterministic_and_names_the_incident() -> None:
-    plan = plan_writeback([incident()], models=[A], everything=[incident()])
-    assert plan == plan_writeback([incident()], models=[A], everything=[incident()])
+    plan = plan_writeback([incident()], models=[A], everything=[incident()], infos=INFOS)
+    assert plan == plan_writeback([incident()], models=[A], everything=[incident()], infos=INFOS)
     native = next(w for w in plan if isinstance(w, IncidentWrite))
     assert native.urn == "urn:li:incident:mlcopilot-aaaa-1"
     assert native.incident_type == "CUSTOM"
@@ -66,18 +70,18 @@ def test_plan_is_deterministic_and_names_the_incident() -> None:
 
 def test_resolution_removes_the_tag_unless_another_model_still_needs_it() -> None:
     resolved = incident(state=IncidentState.RESOLVED)
-    alone = plan_writeback([resolved], models=[A], everything=[resolved])
+    alone = plan_writeback([resolved], models=[A], everything=[resolved], infos=INFOS)
     assert TagWrite(RAW, TAGS["pii_exposure"], present=False) in alone
     assert PropertyWrite(A, OPEN_RISKS_PROPERTY, ("none",)) in alone
     native = next(w for w in alone if isinstance(w, IncidentWrite))
     assert not native.active
     other = incident(B, id="bbbb")
-    shared = plan_writeback([resolved], models=[A], everything=[resolved, other])
+    shared = plan_writeback([resolved], models=[A], everything=[resolved, other], infos=INFOS)
     assert TagWrite(RAW, TAGS["pii_exposure"], present=True) in shared
 
 
 def test_timestamps_come_from_the_incident_not_the_clock() -> None:
     later = replace(incident(), updated_at=datetime(2026, 11, 9, tzinfo=UTC))
-    assert plan_writeback([incident()], models=[A], everything=[]) == plan_writeback(
-        [later], models=[A], everything=[]
+    assert plan_writeback([incident()], models=[A], everything=[], infos=INFOS) == plan_writeback(
+        [later], models=[A], everything=[], infos=INFOS
     )

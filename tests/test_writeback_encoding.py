@@ -17,6 +17,7 @@ import pytest
 from datahub.metadata.schema_classes import TagPropertiesClass
 
 from mlcopilot.catalog import aspects as ax
+from mlcopilot.checks import builtin_infos
 from mlcopilot.errors import CatalogError
 from mlcopilot.model import (
     DocumentWrite,
@@ -262,7 +263,9 @@ def test_open_risks_are_counted_per_model_among_many() -> None:
         _incident(m2, 6, "deprecated_source", Severity.HIGH, resolved),
         _incident(m1, 7, "stale_source", Severity.HIGH, open_),
     ]
-    plan = plan_writeback(incidents, models=[m0, m1, m2, m3], everything=incidents)
+    plan = plan_writeback(
+        incidents, models=[m0, m1, m2, m3], everything=incidents, infos=builtin_infos()
+    )
     risks = {w.entity: w.values for w in plan if isinstance(w, PropertyWrite)}
     assert risks == {
         m0: ("schema_drift: 2 open, worst critical",),

@@ -13,6 +13,7 @@ from datetime import datetime
 from mlcopilot import incidents as lifecycle
 from mlcopilot.acks import AckSource, DataHubAcks, GitHubAcks
 from mlcopilot.catalog.lite import LiteCatalog
+from mlcopilot.checks import available_infos
 from mlcopilot.clock import Clock
 from mlcopilot.outbox import NotifyRequest, Sink
 from mlcopilot.protocols import Catalog, StateStore
@@ -101,7 +102,8 @@ def hand_change_request(
             for i in everything
         ]
     mine = [i for i in everything if i.model == model]
-    writes = plan_writeback(mine, models=[model], everything=everything)
+    infos = available_infos()
+    writes = plan_writeback(mine, models=[model], everything=everything, infos=infos)
     return NotifyRequest(
-        policy=settings.policy, sinks=settings.sinks, writeback=encode_writes(writes)
+        policy=settings.policy, sinks=settings.sinks, writeback=encode_writes(writes), infos=infos
     )

@@ -5,22 +5,29 @@ of the model or the field. So an upstream table that drops columns feeding three
 one group (one GitHub issue, one Slack thread) listing every model and field, and not one
 notification per model or per column (Alertmanager's ``group_by``).
 
-Inhibition: schema drift and staleness on an upstream that is itself deprecated or removed
-are symptoms of that deprecation, so they fold into the deprecation's group (Alertmanager's
-``inhibit_rules``) instead of notifying on their own.
+Inhibition: a check's findings can be symptoms of another's at the same entity — schema drift
+and staleness on an upstream that is itself deprecated or removed are symptoms of that
+deprecation — so they fold into that check's group (Alertmanager's ``inhibit_rules``) instead
+of notifying on their own. Which check folds in which is its own ``CheckInfo.folds_in``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from mlcopilot.model import CheckName, Incident, Urn
+from mlcopilot.model import CheckInfo, Incident, Urn
 
-INHIBITED_BY_DEPRECATION: frozenset[str] = frozenset({"schema_drift", "stale_source"})
-"""Risk kinds that fold into a deprecation group on the same entity."""
+
+def inhibitors(infos: Mapping[str, CheckInfo]) -> dict[str, tuple[str, ...]]:
+    """Check name → the checks that fold it in (sorted), from each check's ``folds_in``."""
+    folding: dict[str, list[str]] = {}
+    for name in sorted(infos):
+        for symptom in infos[name].folds_in:
+            folding.setdefault(symptom, []).append(name)
+    return {symptom: tuple(names) for symptom, names in folding.items()}
 
 
 def group_key(check: str, entity: Urn) -> str:
@@ -33,15 +40,22 @@ def group_key(check: str, entity: Urn) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def group_of(incident: Incident, deprecated: AbstractSet[Urn]) -> tuple[str, CheckName, Urn]:
+def group_of(
+    incident: Incident,
+    open_at: Mapping[Urn, AbstractSet[str]],
+    folded_by: Mapping[str, Sequence[str]],
+) -> tuple[str, str, Urn]:
     """The group ``(key, check, entity)`` of ``incident``.
 
     Args:
         incident: The incident (generation) being opened.
-        deprecated: Entities that currently have an open deprecation incident.
+        open_at: Entity → the checks that fold others in and have an open incident there.
+        folded_by: Check name → the checks that fold it in (:func:`inhibitors`).
     """
-    if incident.check in INHIBITED_BY_DEPRECATION and incident.entity in deprecated:
-        return group_key("deprecated_source", incident.entity), "deprecated_source", incident.entity
+    here = open_at.get(incident.entity, frozenset())
+    for root in folded_by.get(incident.check, ()):
+        if root in here:
+            return group_key(root, incident.entity), root, incident.entity
     return group_key(incident.check, incident.entity), incident.check, incident.entity
 
 
@@ -58,8 +72,3 @@ def diff(
     cleared = tuple(sorted(set(before) - set(after)))
     changed = tuple(sorted(k for k in set(before) & set(after) if before[k] != after[k]))
     return added, cleared, changed
-
-
-def deprecated_entities(incidents: Iterable[Incident]) -> frozenset[Urn]:
-    """Entities with an open deprecation incident among ``incidents``."""
-    return frozenset(i.entity for i in incidents if i.check == "deprecated_source" and i.is_open)

@@ -21,7 +21,6 @@ Urn = str
 """A DataHub URN, e.g. ``urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)``."""
 
 
-CheckName = Literal["schema_drift", "pii_exposure", "stale_source", "deprecated_source"]
 ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
 
 
@@ -183,6 +182,80 @@ class Lineage:
         return [e for e in self.edges if e.upstream == urn]
 
 
+IncidentType = Literal[
+    "FRESHNESS", "VOLUME", "FIELD", "SQL", "DATA_SCHEMA", "OPERATIONAL", "CUSTOM"
+]
+"""DataHub's ``IncidentType`` enum (``incidentInfo.type``)."""
+
+TAG_PREFIX = "urn:li:tag:"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInfo:
+    """What a check is, as everything downstream of its findings needs to know it.
+
+    Each check carries its own (``Check.info``), as sqlfluff's rules carry their name and
+    documentation: the write-back, the notifications and ``datahub setup`` read it, so a
+    third-party check needs no entry in any table of the product.
+    """
+
+    name: str
+    """The check's name, e.g. ``schema_drift`` (its entry-point name for a plugin)."""
+    title: str
+    """What a person calls the risk, e.g. ``Schema drift``."""
+    tag: Urn
+    """The tag the write-back puts on an entity with an open finding of this check."""
+    tag_description: str
+    """One sentence on what the tag means (``datahub setup`` writes it in the tag)."""
+    incident_type: IncidentType
+    """The DataHub incident type of its incidents."""
+    why: str
+    """Why the risk matters, as notifications say it."""
+    action: str
+    """What to do about a finding, as the incident document and notifications say it."""
+    custom_incident_type: str | None = None
+    """``incidentInfo.customType``: required when ``incident_type`` is ``CUSTOM``."""
+    folds_in: frozenset[str] = frozenset()
+    """Checks whose findings at an entity with an open finding of this one are its symptoms:
+    they join this check's notification group instead of notifying on their own (Alertmanager's
+    inhibition). Deprecation folds in schema drift and staleness."""
+    docs: str = ""
+    """The user documentation; empty means the check class's docstring."""
+
+    def __post_init__(self) -> None:
+        # A plugin's malformed info fails when its module is imported, so the registry
+        # skips it with this message instead of the scan failing on its first finding.
+        if not self.name or not self.title:
+            raise ValueError(f"check info {self.name!r}: name and title must not be empty")
+        if not self.tag.startswith(TAG_PREFIX) or self.tag == TAG_PREFIX:
+            raise ValueError(
+                f"check info {self.name!r}: tag {self.tag!r} is not a tag urn (urn:li:tag:...)"
+            )
+        if (self.incident_type == "CUSTOM") != bool(self.custom_incident_type):
+            raise ValueError(
+                f"check info {self.name!r}: custom_incident_type is required with "
+                f"incident_type CUSTOM and only then (got {self.custom_incident_type!r})"
+            )
+
+    @classmethod
+    def generic(cls, name: str) -> CheckInfo:
+        """What is known of a check that is no longer installed: only its name.
+
+        Its stored incidents still need a tag and a wording; they are derived from the name
+        by the same convention the built-in checks follow (``mlcopilot-<name>`` tags).
+        """
+        return cls(
+            name=name,
+            title=name.replace("_", " ").capitalize(),
+            tag=f"{TAG_PREFIX}mlcopilot-{name.replace('_', '-')}",
+            tag_description=f"A finding of the check {name!r} upstream of an ML model.",
+            incident_type="CUSTOM",
+            custom_incident_type=name.upper(),
+            why=f"Unknown: the check {name!r} is not installed here.",
+            action=f"Reinstall the check {name!r} for its advice, or resolve the incident.",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One risk found at one entity on one model's upstream path.
@@ -191,7 +264,8 @@ class Finding:
     or text), so the same risk seen again is recognised as the same incident.
     """
 
-    check: CheckName
+    check: str
+    """The name of the check that found it (a built-in or a plugin's)."""
     severity: Severity
     model: Urn
     entity: Urn
@@ -242,7 +316,7 @@ class Incident:
     id: str
     generation: int
     state: IncidentState
-    check: CheckName
+    check: str
     severity: Severity
     model: Urn
     entity: Urn

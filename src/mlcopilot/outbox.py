@@ -17,12 +17,12 @@ Row states::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from mlcopilot.model import CheckName, Incident, Severity, Urn
+from mlcopilot.model import CheckInfo, Incident, Severity, Urn
 
 SinkName = Literal["datahub", "github", "slack"]
 NOTIFY_SINKS: tuple[SinkName, ...] = ("github", "slack")
@@ -55,7 +55,7 @@ class Member:
 
     incident_id: str
     generation: int
-    check: CheckName
+    check: str
     severity: Severity
     model: Urn
     entity: Urn
@@ -69,17 +69,23 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class GroupSnapshot:
-    """A group as a notification describes it: the root cause and every affected member."""
+    """A group as a notification describes it: the root cause and every affected member.
+
+    ``infos`` are the infos of the group's check and its members' checks as they were when
+    the row was planned (see :func:`with_infos`); a row planned before rows carried them has
+    none, and the renderer falls back to the built-in checks' infos.
+    """
 
     key: str
     generation: int
-    check: CheckName
+    check: str
     entity: Urn
     state: GroupState
     opened_at: datetime
     members: tuple[Member, ...]
     resolved_at: datetime | None = None
     acknowledged_by: str | None = None
+    infos: Mapping[str, CheckInfo] = field(default_factory=dict)
 
     @property
     def open_members(self) -> tuple[Member, ...]:
@@ -225,6 +231,9 @@ class NotifyRequest:
     policy: NotifyPolicy = NotifyPolicy()
     sinks: tuple[SinkName, ...] = ()
     writeback: Sequence[Mapping[str, Any]] = ()
+    infos: Mapping[str, CheckInfo] = field(default_factory=dict)
+    """Every check's info the scan knows: the grouping rule (``folds_in``) and what each
+    planned row carries so it stays deliverable if its check is uninstalled meanwhile."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,8 +346,54 @@ def encode_notification(notification: Notification) -> dict[str, Any]:
                 }
                 for m in group.members
             ],
+            **({"checks": _encode_infos(group.infos)} if group.infos else {}),
         },
     }
+
+
+def with_infos(payload: Mapping[str, Any], infos: Mapping[str, CheckInfo]) -> dict[str, Any]:
+    """``payload`` carrying the infos of its group's check and its members' checks.
+
+    Copied at planning time, so the row renders the same if the check's plugin is uninstalled
+    before the relay delivers it. Checks missing from ``infos`` are left out.
+    """
+    group = dict(payload["group"])
+    names = {group["check"], *(m["check"] for m in group["members"])}
+    group["checks"] = _encode_infos({name: infos[name] for name in names if name in infos})
+    return {**payload, "group": group}
+
+
+def _encode_infos(infos: Mapping[str, CheckInfo]) -> dict[str, Any]:
+    return {name: _encode_info(infos[name]) for name in sorted(infos)}
+
+
+def _encode_info(info: CheckInfo) -> dict[str, Any]:
+    # The docs stay out: notifications do not show them, and they can be long.
+    return {
+        "name": info.name,
+        "title": info.title,
+        "tag": info.tag,
+        "tag_description": info.tag_description,
+        "incident_type": info.incident_type,
+        "custom_incident_type": info.custom_incident_type,
+        "why": info.why,
+        "action": info.action,
+        "folds_in": sorted(info.folds_in),
+    }
+
+
+def _decode_info(raw: Mapping[str, Any]) -> CheckInfo:
+    return CheckInfo(
+        name=raw["name"],
+        title=raw["title"],
+        tag=raw["tag"],
+        tag_description=raw.get("tag_description", ""),
+        incident_type=raw["incident_type"],
+        custom_incident_type=raw.get("custom_incident_type"),
+        why=raw.get("why", ""),
+        action=raw.get("action", ""),
+        folds_in=frozenset(raw.get("folds_in", ())),
+    )
 
 
 def decode_notification(payload: Mapping[str, Any]) -> Notification:
@@ -370,6 +425,7 @@ def decode_notification(payload: Mapping[str, Any]) -> Notification:
             )
             for m in g["members"]
         ),
+        infos={name: _decode_info(raw) for name, raw in g.get("checks", {}).items()},
     )
     return Notification(
         action=payload["action"],

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from mlcopilot.grouping import diff, member_state
-from mlcopilot.model import CheckName, Urn
+from mlcopilot.model import Urn
 from mlcopilot.outbox import (
     Action,
     GroupSnapshot,
@@ -47,7 +47,7 @@ class StoredGroup:
 
     key: str
     generation: int
-    check: CheckName
+    check: str
     entity: Urn
     state: GroupState
     opened_at: datetime
@@ -88,7 +88,7 @@ def decide(
     pending: Sequence[PendingRow],
     *,
     key: str,
-    check: CheckName,
+    check: str,
     entity: Urn,
     next_generation: int,
     acknowledged_by: str | None,
@@ -172,7 +172,7 @@ def _payload(
 
 def _open(
     key: str,
-    check: CheckName,
+    check: str,
     entity: Urn,
     generation: int,
     members: Sequence[Member],

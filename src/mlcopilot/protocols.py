@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
     Baseline,
+    CheckInfo,
     CheckOutcome,
     ColumnUsage,
     Edge,
@@ -105,7 +106,7 @@ class CheckContext:
 
     def finding(
         self,
-        check: Any,
+        check: str,
         severity: Severity,
         node: Node,
         field: str | None,
@@ -126,9 +127,14 @@ class CheckContext:
 
 
 class Check(Protocol):
-    """One risk rule, run once per (model, upstream node)."""
+    """One risk rule, run once per (model, upstream node).
+
+    It describes itself: ``info`` is everything the write-back, notifications and setup say
+    about its findings, and ``config_model`` parses its ``[checks.<name>]`` section.
+    """
 
     name: ClassVar[str]
+    info: ClassVar[CheckInfo]
     config_model: ClassVar[type[PluginConfig]]
 
     def __init__(self, config: Any) -> None: ...

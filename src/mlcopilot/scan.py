@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from mlcopilot.acks import AckReport, AckSource, read_back
+from mlcopilot.checks import infos_of
 from mlcopilot.clock import Clock, OffsetClock
 from mlcopilot.coverage import coverage_gaps
 from mlcopilot.errors import CatalogError, UsageError
@@ -267,6 +268,8 @@ def _scan(
         acks = read_back(store, delivery.ack_sources, models, now=options.now)
     sinks = tuple(s.name for s in delivery.sinks)
     scanned = set(models)
+    # Stored incidents of checks not running now are still written back and notified.
+    infos = infos_of(checks)
     for attempt in range(1, _CONFLICT_RETRIES + 1):
         # One read of the store serves both: a second copy of every incident is not needed.
         stored = store.incidents(include_resolved=True)
@@ -279,8 +282,10 @@ def _scan(
         )
         after = _after(previous, changes)
         everything = _after(stored, changes)
-        plan = plan_writeback(after, models=models, everything=everything)
-        request = NotifyRequest(policy=delivery.policy, sinks=sinks, writeback=encode_writes(plan))
+        plan = plan_writeback(after, models=models, everything=everything, infos=infos)
+        request = NotifyRequest(
+            policy=delivery.policy, sinks=sinks, writeback=encode_writes(plan), infos=infos
+        )
         if options.dry_run:
             rows = store.preview_notifications(changes, request, now=options.now)
             return ScanResult(

@@ -9,7 +9,7 @@ is (a description edited in DataHub stays), so a second run creates nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from mlcopilot.catalog.datahub import (
@@ -18,30 +18,30 @@ from mlcopilot.catalog.datahub import (
     PropertyDefinition,
     TagDefinition,
 )
+from mlcopilot.checks import available_infos
 from mlcopilot.checks.pii_exposure import JUSTIFICATION, JUSTIFICATION_EXPIRES
 from mlcopilot.checks.stale_source import SLA_PROPERTY
-from mlcopilot.model import Urn
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY, TAGS
+from mlcopilot.model import CheckInfo, Urn
+from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 
 _PROPERTY = "urn:li:structuredProperty:"
 
-_TAG_TEXT = {
-    "schema_drift": "An upstream schema changed since a model was trained on it.",
-    "pii_exposure": "Personal data reaches an ML model without a justification.",
-    "stale_source": "A source dataset missed its freshness SLA while feeding a model.",
-    "deprecated_source": "A deprecated dataset still feeds an ML model.",
-}
 
+def definitions(infos: Iterable[CheckInfo] | None = None) -> list[Definition]:
+    """Every tag and structured property definition mlcopilot reads or writes, in order.
 
-def definitions() -> list[Definition]:
-    """Every tag and structured property definition mlcopilot reads or writes, in order."""
+    Args:
+        infos: The checks whose tags to define; None: every installed check (built-in and
+            third-party), so a plugin's tag exists before its first finding.
+    """
+    checks = sorted(infos if infos is not None else available_infos().values(), key=_by_name)
     tags: list[Definition] = [
         TagDefinition(
-            urn=urn,
-            name=urn.removeprefix("urn:li:tag:"),
-            description=f"Set by ML Incident Copilot. {_TAG_TEXT[check]}",
+            urn=info.tag,
+            name=info.tag.removeprefix("urn:li:tag:"),
+            description=f"Set by ML Incident Copilot. {info.tag_description}",
         )
-        for check, urn in TAGS.items()
+        for info in checks
     ]
     properties: list[Definition] = [
         PropertyDefinition(
@@ -78,6 +78,10 @@ def definitions() -> list[Definition]:
         ),
     ]
     return tags + properties
+
+
+def _by_name(info: CheckInfo) -> str:
+    return info.name
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,10 @@ reads the clock: every timestamp comes from the incident itself.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from mlcopilot.model import (
+    CheckInfo,
     DocumentWrite,
     Incident,
     IncidentWrite,
@@ -25,44 +26,13 @@ from mlcopilot.names import short_name
 OPEN_RISKS_PROPERTY = "urn:li:structuredProperty:io.mlcopilot.openRisks"
 """Structured property on each scanned model: one value per risk kind that is open, or "none"."""
 
-TAGS: dict[str, Urn] = {
-    "schema_drift": "urn:li:tag:mlcopilot-schema-drift",
-    "pii_exposure": "urn:li:tag:mlcopilot-pii-exposure",
-    "stale_source": "urn:li:tag:mlcopilot-stale-source",
-    "deprecated_source": "urn:li:tag:mlcopilot-deprecated-source",
-}
-
-# DataHub's IncidentType enum has no PII or deprecation member, so those are CUSTOM.
-_INCIDENT_TYPES: dict[str, tuple[str, str | None]] = {
-    "schema_drift": ("DATA_SCHEMA", None),
-    "stale_source": ("FRESHNESS", None),
-    "pii_exposure": ("CUSTOM", "PII_EXPOSURE"),
-    "deprecated_source": ("CUSTOM", "DEPRECATED_SOURCE"),
-}
-
 # incidentInfo.priority stores CRITICAL..LOW as 0..3 (IncidentUtils.mapIncidentPriority).
 _PRIORITY = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.MEDIUM: 2, Severity.LOW: 3}
 
-SUGGESTED_ACTIONS: dict[str, str] = {
-    "schema_drift": (
-        "Check whether the model's feature pipeline still reads this column correctly. If the "
-        "change is intended, update the pipeline and retrain, then run "
-        "`mlcopilot baseline accept MODEL` to accept the new schema."
-    ),
-    "pii_exposure": (
-        "Remove the sensitive column from the model's inputs, or document why the model may use "
-        "it: set the structured property `io.mlcopilot.piiJustification` on the model (and "
-        "optionally `io.mlcopilot.piiJustificationExpires`)."
-    ),
-    "stale_source": (
-        "Find out why the source stopped refreshing (failed job, paused ingestion) and re-run "
-        "it; if the SLA is wrong, change `io.mlcopilot.freshnessSlaHours` on the dataset."
-    ),
-    "deprecated_source": (
-        "Move the model's pipeline to the replacement source before the decommission date, then "
-        "retrain and redeploy."
-    ),
-}
+
+def info_for(check: str, infos: Mapping[str, CheckInfo]) -> CheckInfo:
+    """The info of ``check``; a check no longer installed gets the one its name implies."""
+    return infos.get(check) or CheckInfo.generic(check)
 
 
 def incident_urn(incident: Incident) -> Urn:
@@ -76,20 +46,27 @@ def document_urn(incident: Incident) -> Urn:
 
 
 def plan_writeback(
-    incidents: Sequence[Incident], *, models: Iterable[Urn], everything: Sequence[Incident]
+    incidents: Sequence[Incident],
+    *,
+    models: Iterable[Urn],
+    everything: Sequence[Incident],
+    infos: Mapping[str, CheckInfo],
 ) -> list[Write]:
     """Plan the catalog state for ``incidents`` (latest generations of the scanned ``models``).
 
     ``everything`` is every incident in the store: a tag stays on an entity while any model still
-    has an open incident of that kind there, not just the models scanned now.
+    has an open incident of that kind there, not just the models scanned now. ``infos`` names
+    each check's tag, incident type and wording (see :func:`info_for` for a missing one).
     """
     writes: list[Write] = []
     for incident in sorted(incidents, key=lambda i: (i.model, i.id)):
-        writes.append(_incident_write(incident))
-        writes.append(_document_write(incident))
+        info = info_for(incident.check, infos)
+        writes.append(_incident_write(incident, info))
+        writes.append(_document_write(incident, info))
     open_kinds = {(i.entity, i.check) for i in everything if i.is_open}
     for entity, check in sorted({(i.entity, i.check) for i in incidents}):
-        writes.append(TagWrite(entity, TAGS[check], present=(entity, check) in open_kinds))
+        tag = info_for(check, infos).tag
+        writes.append(TagWrite(entity, tag, present=(entity, check) in open_kinds))
     # Grouped once: filtering every incident for each model is quadratic in an estate.
     open_by_model: dict[Urn, list[Incident]] = {}
     for incident in incidents:
@@ -119,12 +96,11 @@ def _title(incident: Incident) -> str:
     return f"[mlcopilot] {kind} at {where} (model {short_name(incident.model)})"
 
 
-def _incident_write(incident: Incident) -> IncidentWrite:
-    incident_type, custom_type = _INCIDENT_TYPES[incident.check]
+def _incident_write(incident: Incident, info: CheckInfo) -> IncidentWrite:
     return IncidentWrite(
         urn=incident_urn(incident),
-        incident_type=incident_type,
-        custom_type=custom_type,
+        incident_type=info.incident_type,
+        custom_type=info.custom_incident_type,
         title=_title(incident),
         description=f"{incident.message}\n\nContext: {document_urn(incident)}",
         priority=_PRIORITY[incident.severity],
@@ -135,18 +111,18 @@ def _incident_write(incident: Incident) -> IncidentWrite:
     )
 
 
-def _document_write(incident: Incident) -> DocumentWrite:
+def _document_write(incident: Incident, info: CheckInfo) -> DocumentWrite:
     return DocumentWrite(
         urn=document_urn(incident),
         title=_title(incident),
-        text=incident_document(incident),
+        text=incident_document(incident, info),
         related_assets=(incident.entity, incident.model),
         created_at=incident.opened_at,
         modified_at=incident.resolved_at or incident.opened_at,
     )
 
 
-def incident_document(incident: Incident) -> str:
+def incident_document(incident: Incident, info: CheckInfo) -> str:
     """The markdown body of an incident document: what, where, why it matters, what to do."""
     lines = [
         f"# {_title(incident)}",
@@ -178,7 +154,7 @@ def incident_document(incident: Incident) -> str:
     if incident.evidence:
         lines += ["", "## Evidence", "", "| | |", "|---|---|"]
         lines += [f"| {key} | {value} |" for key, value in sorted(incident.evidence.items())]
-    lines += ["", "## Suggested action", "", SUGGESTED_ACTIONS[incident.check], ""]
+    lines += ["", "## Suggested action", "", info.action, ""]
     lines.append(f"Opened {incident.opened_at.isoformat()}.")
     if incident.resolved_at is not None:
         lines.append(f"Resolved {incident.resolved_at.isoformat()}: {incident.resolution or ''}")

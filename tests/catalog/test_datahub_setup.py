@@ -10,12 +10,15 @@ import pytest
 
 from mlcopilot.catalog.connection import DataHubSettings
 from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.checks import builtin_infos
 from mlcopilot.doctor import DoctorCheck, run_doctor
 from mlcopilot.model import PropertyWrite
 from mlcopilot.setup_datahub import definitions, setup_datahub
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY, TAGS
+from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 from tests.builders import dataset, ml_model, model_urn
 from tests.catalog.datahub_backend import needs_standin, start_standin
+
+TAGS = {name: info.tag for name, info in builtin_infos().items()}
 
 pytestmark = needs_standin
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import sys
 import textwrap
@@ -9,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from mlcopilot.checks import BUILTIN_CHECKS, describe_checks, load_checks
+from mlcopilot.checks import (
+    BUILTIN_CHECKS,
+    builtin_infos,
+    check_config_models,
+    describe_checks,
+    load_checks,
+)
 from mlcopilot.checks.deprecated_source import DeprecatedSource
 from mlcopilot.checks.pii_exposure import PiiExposure
 from mlcopilot.checks.schema_drift import SchemaDrift
@@ -126,7 +133,19 @@ PLUGIN_MODULE = '''
 from typing import ClassVar
 
 from mlcopilot.config import PluginConfig
-from mlcopilot.model import CheckOutcome
+from mlcopilot.model import CheckInfo, CheckOutcome
+
+
+def info(name):
+    return CheckInfo(
+        name=name,
+        title="Null rate",
+        tag="urn:li:tag:acme-null-rate",
+        tag_description="Too many nulls upstream of a model.",
+        incident_type="FIELD",
+        why="Nulls become defaults in features.",
+        action="Fix the pipeline.",
+    )
 
 
 class NullRateConfig(PluginConfig):
@@ -140,6 +159,7 @@ class NullRate:
     """
 
     name: ClassVar[str] = "null_rate"
+    info: ClassVar[CheckInfo] = info("null_rate")
     config_model: ClassVar[type[PluginConfig]] = NullRateConfig
 
     def __init__(self, config):
@@ -155,13 +175,37 @@ class Misnamed(NullRate):
 
 class Exploding(NullRate):
     name: ClassVar[str] = "exploding"
+    info: ClassVar[CheckInfo] = info("exploding")
 
     def __init__(self, config):
         raise RuntimeError("needs a licence key")
 
 
+class Uninformed(NullRate):
+    name: ClassVar[str] = "uninformed"
+    info = {"title": "a dict is not a CheckInfo"}
+
+
+class Mislabelled(NullRate):
+    name: ClassVar[str] = "mislabelled"
+
+
 not_a_class = 42
 '''
+
+BAD_INFO_MODULE = """
+from mlcopilot.model import CheckInfo
+
+INFO = CheckInfo(
+    name="bad_tag",
+    title="Bad tag",
+    tag="mlcopilot-bad-tag",
+    tag_description="",
+    incident_type="FIELD",
+    why="",
+    action="",
+)
+"""
 
 
 @pytest.fixture
@@ -230,6 +274,19 @@ def test_entry_point_check_config_typo_is_a_config_error(install_plugin):
         pytest.param(
             "exploding = acme_plugins:Exploding", "constructor failed", id="crashing-init"
         ),
+        pytest.param(
+            "uninformed = acme_plugins:Uninformed", "info is not an mlcopilot", id="no-info"
+        ),
+        pytest.param(
+            "mislabelled = acme_plugins:Mislabelled",
+            "its info names the check 'null_rate'",
+            id="info-of-another-check",
+        ),
+        pytest.param(
+            "bad_tag = acme_bad_info:Anything",
+            "tag 'mlcopilot-bad-tag' is not a tag urn",
+            id="malformed-info",
+        ),
     ],
 )
 def test_broken_entry_point_is_skipped_with_a_warning(install_plugin, caplog, entry_point, reason):
@@ -239,7 +296,7 @@ def test_broken_entry_point_is_skipped_with_a_warning(install_plugin, caplog, en
         {entry_point}
         null_rate = acme_plugins:NullRate
         """,
-        {"acme_plugins": PLUGIN_MODULE},
+        {"acme_plugins": PLUGIN_MODULE, "acme_bad_info": BAD_INFO_MODULE},
     )
 
     with caplog.at_level(logging.WARNING, logger="mlcopilot.checks"):
@@ -250,3 +307,45 @@ def test_broken_entry_point_is_skipped_with_a_warning(install_plugin, caplog, en
     (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert "skipped" in warning.getMessage()
     assert reason in warning.getMessage()
+
+
+# --- What every section accepts, and what the registry tells the settings about.
+
+
+def test_enabled_false_leaves_a_check_out_and_its_other_keys_are_still_validated():
+    checks = load_checks({"stale_source": {"enabled": False}, "pii_exposure": {"enabled": True}})
+    assert [c.name for c in checks] == [n for n in BUILTIN_NAMES if n != "stale_source"]
+    with pytest.raises(ConfigError, match="'stale_source': unknown key 'default_sla'"):
+        load_checks({"stale_source": {"enabled": False, "default_sla": 1}})
+
+
+def test_enabled_must_be_a_boolean():
+    with pytest.raises(ConfigError, match="'schema_drift': enabled: must be true or false"):
+        load_checks({"schema_drift": {"enabled": "no"}})
+
+
+def test_check_config_models_names_each_checks_own_model(install_plugin):
+    install_plugin(
+        "[mlcopilot.checks]\nnull_rate = acme_null_rate3:NullRate\n",
+        {"acme_null_rate3": PLUGIN_MODULE},
+    )
+    models = check_config_models()
+    assert sorted(models) == sorted([*BUILTIN_NAMES, "null_rate"])
+    for name in BUILTIN_NAMES:
+        assert models[name] is builtin_class(name).config_model
+    assert models["null_rate"]().model_dump() == {"max_null_rate": 0.1}
+
+
+@pytest.mark.parametrize("name", BUILTIN_NAMES)
+def test_builtin_info_describes_the_check(name):
+    cls = builtin_class(name)
+    info = builtin_infos()[name]
+    assert info.name == name
+    assert info.docs == inspect.getdoc(cls)
+    assert info.tag == f"urn:li:tag:mlcopilot-{name.replace('_', '-')}"
+    assert all((info.title, info.why, info.action, info.tag_description))
+
+
+def test_deprecation_folds_in_drift_and_staleness():
+    assert builtin_infos()["deprecated_source"].folds_in == {"schema_drift", "stale_source"}
+    assert not any(builtin_infos()[n].folds_in for n in BUILTIN_NAMES if n != "deprecated_source")

@@ -2,11 +2,14 @@
 
 Built-in checks are listed in :data:`BUILTIN_CHECKS` as lazy ``"module:Class"`` strings.
 Third-party checks register under the ``mlcopilot.checks`` entry-point group, with the
-entry-point name equal to the check's ``name``::
+entry-point name equal to the check's ``name`` (and its ``info.name``)::
 
     [project.entry-points."mlcopilot.checks"]
-    null_rate = "acme_checks.null_rate:NullRate"
+    missing_owner = "mlcopilot_missing_owner:MissingOwner"
 
+A check describes itself (:class:`~mlcopilot.model.CheckInfo` on ``info``) and parses its own
+config section (``config_model``); nothing else in the product knows check names. Every
+section may also say ``enabled = false``, which this registry handles for all checks alike.
 A third-party check that cannot be loaded is logged and skipped; it never stops a scan.
 """
 
@@ -16,6 +19,7 @@ import importlib
 import inspect
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, cast
 
@@ -23,9 +27,21 @@ from pydantic import ValidationError
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.errors import ConfigError, PluginUnavailable
+from mlcopilot.model import CheckInfo
 from mlcopilot.protocols import Check
 
-__all__ = ["BUILTIN_CHECKS", "ENTRY_POINT_GROUP", "describe_checks", "load_checks"]
+__all__ = [
+    "BUILTIN_CHECKS",
+    "ENABLED_KEY",
+    "ENTRY_POINT_GROUP",
+    "available_infos",
+    "builtin_infos",
+    "check_config_models",
+    "describe_checks",
+    "info_of",
+    "infos_of",
+    "load_checks",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +56,9 @@ BUILTIN_CHECKS: dict[str, str] = {
 ENTRY_POINT_GROUP = "mlcopilot.checks"
 """The entry-point group third-party packages register their checks under."""
 
+ENABLED_KEY = "enabled"
+"""The one key every check's section accepts: ``enabled = false`` switches the check off."""
+
 
 def load_checks(
     config: Mapping[str, Mapping[str, Any]] | None = None,
@@ -49,9 +68,10 @@ def load_checks(
     """Build the checks to run, each from its own config section.
 
     Args:
-        config: Check name → raw config section. A section may be given for a check that is
-            not enabled; it is validated all the same, so a typo never waits for the day the
-            check is switched on.
+        config: Check name → raw config section (``[checks.<name>]``). A section may be given
+            for a check that is not enabled; it is validated all the same, so a typo never
+            waits for the day the check is switched on. ``enabled = false`` in a section
+            leaves that check out.
         enabled: The names of the checks to run; None runs every available check.
 
     Returns:
@@ -75,13 +95,14 @@ def load_checks(
             )
     checks: list[Check] = []
     for name in sorted(known):
-        runs = wanted is None or name in wanted
+        switched_on, section = _enabled(name, sections.get(name))
+        runs = switched_on and (wanted is None or name in wanted)
         if not runs and name not in sections:
             continue
         cls = _load(name, plugins)
         if cls is None:
             continue
-        check_config = _configure(cls, sections.get(name))
+        check_config = _configure(cls, section)
         if runs:
             check = _build(cls, check_config, third_party=name not in BUILTIN_CHECKS)
             if check is not None:
@@ -90,17 +111,69 @@ def load_checks(
 
 
 def describe_checks() -> list[tuple[str, str]]:
-    """Every available check's name and user documentation (its class docstring), by name.
+    """Every available check's name and user documentation (``info.docs``), by name.
 
     Third-party checks that cannot be loaded are logged and left out.
     """
-    plugins = _entry_points()
-    described: list[tuple[str, str]] = []
+    return [(name, info.docs) for name, info in available_infos().items()]
+
+
+def info_of(cls: type[Check]) -> CheckInfo:
+    """The check's info, its documentation taken from the class docstring when it has none."""
+    if cls.info.docs:
+        return cls.info
+    return replace(cls.info, docs=inspect.getdoc(cls) or "")
+
+
+def builtin_infos() -> dict[str, CheckInfo]:
+    """The built-in checks' infos by name.
+
+    What a stored row that carries no copy of its check's info was planned with: every row
+    from before infos were copied is a built-in check's.
+    """
+    return {name: info_of(cls) for name, cls in _classes({}).items()}
+
+
+def available_infos() -> dict[str, CheckInfo]:
+    """The info of every check that can be loaded (built-in and third-party), by name."""
+    return {name: info_of(cls) for name, cls in _classes(_entry_points()).items()}
+
+
+def infos_of(checks: Iterable[Check]) -> dict[str, CheckInfo]:
+    """What a scan with ``checks`` knows: the built-in infos, overlaid with the checks' own.
+
+    The built-ins stay known when they do not run, because their stored incidents are still
+    written back and notified.
+    """
+    infos = builtin_infos()
+    for check in checks:
+        infos[check.info.name] = check.info
+    return infos
+
+
+def check_config_models() -> dict[str, type[PluginConfig]]:
+    """Check name → its config model (what ``[checks.<name>]`` accepts besides ``enabled``)."""
+    return {name: cls.config_model for name, cls in _classes(_entry_points()).items()}
+
+
+def _classes(plugins: Mapping[str, EntryPoint]) -> dict[str, type[Check]]:
+    """The built-in and ``plugins``' check classes by name; broken plugins are logged, left out."""
+    found: dict[str, type[Check]] = {}
     for name in sorted(set(BUILTIN_CHECKS) | set(plugins)):
         cls = _load(name, plugins)
         if cls is not None:
-            described.append((name, inspect.getdoc(cls) or ""))
-    return described
+            found[name] = cls
+    return found
+
+
+def _enabled(name: str, raw: Mapping[str, Any] | None) -> tuple[bool, Mapping[str, Any] | None]:
+    """Whether the section leaves the check on, and the section without ``enabled``."""
+    if raw is None or not isinstance(raw, Mapping) or ENABLED_KEY not in raw:
+        return True, raw
+    value = raw[ENABLED_KEY]
+    if not isinstance(value, bool):
+        raise ConfigError(f"check {name!r}: {ENABLED_KEY}: must be true or false (got {value!r})")
+    return value, {k: v for k, v in raw.items() if k != ENABLED_KEY}
 
 
 def _entry_points() -> dict[str, EntryPoint]:
@@ -157,6 +230,11 @@ def _check_shape(obj: object, name: str) -> str | None:
     declared = getattr(obj, "name", None)
     if declared != name:
         return f"its class declares name {declared!r}, not the entry-point name {name!r}"
+    info = getattr(obj, "info", None)
+    if not isinstance(info, CheckInfo):
+        return "its info is not an mlcopilot.model.CheckInfo"
+    if info.name != name:
+        return f"its info names the check {info.name!r}, not the entry-point name {name!r}"
     config_model = getattr(obj, "config_model", None)
     if not (inspect.isclass(config_model) and issubclass(config_model, PluginConfig)):
         return "its config_model is not a subclass of mlcopilot.config.PluginConfig"

@@ -8,6 +8,7 @@ from typing import ClassVar
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
     NOT_IN_CATALOG,
+    CheckInfo,
     CheckOutcome,
     Deprecation,
     EntityType,
@@ -44,6 +45,24 @@ class DeprecatedSource:
     """
 
     name: ClassVar[str] = "deprecated_source"
+    info: ClassVar[CheckInfo] = CheckInfo(
+        name="deprecated_source",
+        title="Deprecated source",
+        tag="urn:li:tag:mlcopilot-deprecated-source",
+        tag_description="A deprecated dataset still feeds an ML model.",
+        incident_type="CUSTOM",
+        custom_incident_type="DEPRECATED_SOURCE",
+        why=(
+            "A deprecated or removed source still feeds these models: when it is "
+            "decommissioned their pipelines break or silently degrade."
+        ),
+        action=(
+            "Move the model's pipeline to the replacement source before the decommission "
+            "date, then retrain and redeploy."
+        ),
+        # Drift and staleness of a source that is going away are symptoms of that.
+        folds_in=frozenset({"schema_drift", "stale_source"}),
+    )
     # Annotated with the base type: a Protocol's ClassVar members are invariant.
     config_model: ClassVar[type[PluginConfig]] = DeprecatedSourceConfig
 

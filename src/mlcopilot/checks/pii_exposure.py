@@ -9,7 +9,16 @@ from typing import ClassVar
 from pydantic import Field
 
 from mlcopilot.config import PluginConfig
-from mlcopilot.model import NOT_IN_CATALOG, CheckOutcome, EntityType, Finding, Node, Severity, Urn
+from mlcopilot.model import (
+    NOT_IN_CATALOG,
+    CheckInfo,
+    CheckOutcome,
+    EntityType,
+    Finding,
+    Node,
+    Severity,
+    Urn,
+)
 from mlcopilot.protocols import CheckContext
 
 JUSTIFICATION = "io.mlcopilot.piiJustification"
@@ -81,6 +90,23 @@ class PiiExposure:
     """
 
     name: ClassVar[str] = "pii_exposure"
+    info: ClassVar[CheckInfo] = CheckInfo(
+        name="pii_exposure",
+        title="PII exposure",
+        tag="urn:li:tag:mlcopilot-pii-exposure",
+        tag_description="Personal data reaches an ML model without a justification.",
+        incident_type="CUSTOM",
+        custom_incident_type="PII_EXPOSURE",
+        why=(
+            "Personal data reaches these models without a documented justification: a "
+            "privacy and compliance risk that travels into every prediction and retraining."
+        ),
+        action=(
+            "Remove the sensitive column from the model's inputs, or document why the model "
+            "may use it: set the structured property `io.mlcopilot.piiJustification` on the "
+            "model (and optionally `io.mlcopilot.piiJustificationExpires`)."
+        ),
+    )
     # Annotated with the base type: a Protocol's ClassVar members are invariant.
     config_model: ClassVar[type[PluginConfig]] = PiiExposureConfig
 

@@ -12,6 +12,7 @@ from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
     NOT_IN_CATALOG,
     ChangeKind,
+    CheckInfo,
     CheckOutcome,
     EntityType,
     Finding,
@@ -80,6 +81,23 @@ class SchemaDrift:
     """
 
     name: ClassVar[str] = "schema_drift"
+    info: ClassVar[CheckInfo] = CheckInfo(
+        name="schema_drift",
+        title="Schema drift",
+        tag="urn:li:tag:mlcopilot-schema-drift",
+        tag_description="An upstream schema changed since a model was trained on it.",
+        incident_type="DATA_SCHEMA",
+        why=(
+            "The upstream schema no longer matches what these models were trained on: a "
+            "feature pipeline may now read nulls, defaults or the wrong column without "
+            "failing."
+        ),
+        action=(
+            "Check whether the model's feature pipeline still reads this column correctly. "
+            "If the change is intended, update the pipeline and retrain, then run "
+            "`mlcopilot baseline accept MODEL` to accept the new schema."
+        ),
+    )
     # Annotated with the base type: a Protocol's ClassVar members are invariant.
     config_model: ClassVar[type[PluginConfig]] = SchemaDriftConfig
 

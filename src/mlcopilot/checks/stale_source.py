@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from mlcopilot.config import PluginConfig
-from mlcopilot.model import NOT_IN_CATALOG, CheckOutcome, EntityType, Node, Severity
+from mlcopilot.model import NOT_IN_CATALOG, CheckInfo, CheckOutcome, EntityType, Node, Severity
 from mlcopilot.protocols import CheckContext
 
 SLA_PROPERTY = "io.mlcopilot.freshnessSlaHours"
@@ -47,6 +47,22 @@ class StaleSource:
     """
 
     name: ClassVar[str] = "stale_source"
+    info: ClassVar[CheckInfo] = CheckInfo(
+        name="stale_source",
+        title="Stale source",
+        tag="urn:li:tag:mlcopilot-stale-source",
+        tag_description="A source dataset missed its freshness SLA while feeding a model.",
+        incident_type="FRESHNESS",
+        why=(
+            "The source stopped refreshing within its SLA: these models train or predict on "
+            "outdated data."
+        ),
+        action=(
+            "Find out why the source stopped refreshing (failed job, paused ingestion) and "
+            "re-run it; if the SLA is wrong, change `io.mlcopilot.freshnessSlaHours` on the "
+            "dataset."
+        ),
+    )
     # Annotated with the base type: a Protocol's ClassVar members are invariant.
     config_model: ClassVar[type[PluginConfig]] = StaleSourceConfig
 

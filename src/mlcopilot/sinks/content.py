@@ -2,38 +2,32 @@
 
 from __future__ import annotations
 
+from functools import cache
 from urllib.parse import quote
 
-from mlcopilot.model import Urn
+from mlcopilot.model import CheckInfo, Urn
 from mlcopilot.names import short_name
 from mlcopilot.outbox import GroupSnapshot, Member, Notification
 from mlcopilot.wording import count
 
-KIND: dict[str, str] = {
-    "schema_drift": "Schema drift",
-    "pii_exposure": "PII exposure",
-    "stale_source": "Stale source",
-    "deprecated_source": "Deprecated source",
-}
 
-WHY: dict[str, str] = {
-    "schema_drift": (
-        "The upstream schema no longer matches what these models were trained on: a feature "
-        "pipeline may now read nulls, defaults or the wrong column without failing."
-    ),
-    "pii_exposure": (
-        "Personal data reaches these models without a documented justification: a privacy "
-        "and compliance risk that travels into every prediction and retraining."
-    ),
-    "stale_source": (
-        "The source stopped refreshing within its SLA: these models train or predict on "
-        "outdated data."
-    ),
-    "deprecated_source": (
-        "A deprecated or removed source still feeds these models: when it is decommissioned "
-        "their pipelines break or silently degrade."
-    ),
-}
+def info(group: GroupSnapshot, check: str | None = None) -> CheckInfo:
+    """The info of ``check`` (default: the group's own) as the row carries it.
+
+    A row planned before rows carried infos falls back to the built-in check of that name;
+    a check known to neither gets the info its name implies.
+    """
+    name = check or group.check
+    return group.infos.get(name) or _builtin_infos().get(name) or CheckInfo.generic(name)
+
+
+@cache
+def _builtin_infos() -> dict[str, CheckInfo]:
+    # Imported here: only rows from before infos were copied need it.
+    from mlcopilot.checks import builtin_infos
+
+    return builtin_infos()
+
 
 _UI_PATHS = {
     "dataset": "dataset",
@@ -52,7 +46,7 @@ MARKER_PREFIX = "mlcopilot:group="
 def headline(notification: Notification) -> str:
     """One line: what happened, where, how wide (untrusted parts not yet escaped)."""
     group = notification.group
-    kind = KIND.get(group.check, group.check)
+    kind = info(group).title
     where = short_name(group.entity)
     models = len(group.models)
     fields = len({(m.model, m.field) for m in group.open_members or group.members})
@@ -62,13 +56,13 @@ def headline(notification: Notification) -> str:
     return f"{kind} at {where} ({scope})"
 
 
-def change_word(member: Member) -> str:
+def change_word(group: GroupSnapshot, member: Member) -> str:
     """``removed``, ``renamed from x``, ``type changed``, or the risk kind."""
     if member.change == "renamed" and member.previous_field:
         return "renamed"
     if member.change:
         return member.change.replace("_", " ")
-    return KIND.get(member.check, member.check).lower()
+    return info(group, member.check).title.lower()
 
 
 def marker(group: GroupSnapshot, action: str = "open", seq: int = 0) -> str:

@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from mlcopilot.model import Urn
 from mlcopilot.names import short_name
 from mlcopilot.outbox import GroupSnapshot, Member, Notification
-from mlcopilot.sinks.content import KIND, WHY, change_word, entity_url, headline, marker
+from mlcopilot.sinks.content import change_word, entity_url, headline, info, marker
 from mlcopilot.sinks.text import clean, md_block, md_code, mermaid_label, truncate
 from mlcopilot.wording import count
-from mlcopilot.writeback import SUGGESTED_ACTIONS
 
 TITLE_LIMIT = 256
 BODY_LIMIT = 65_536
@@ -30,7 +29,7 @@ _DIAGRAM_NODES = 40
 def issue_title(notification: Notification) -> str:
     """``[mlcopilot] Schema drift at `raw.customers` (2 models, 5 findings)``, ≤256 characters."""
     group = notification.group
-    kind = KIND.get(group.check, group.check)
+    kind = info(group).title
     models = len(group.models)
     findings = len({(m.model, m.field) for m in group.members})
     scope = f"{count(models, 'model')}, {count(findings, 'finding')}"
@@ -44,7 +43,7 @@ def issue_body(notification: Notification, *, datahub_url: str | None) -> str:
     group = notification.group
     parts = [
         marker(group),
-        f"## {KIND.get(group.check, group.check)} at {md_code(short_name(group.entity), 120)}",
+        f"## {info(group).title} at {md_code(short_name(group.entity), 120)}",
         "",
         _summary(group),
         "",
@@ -54,13 +53,13 @@ def issue_body(notification: Notification, *, datahub_url: str | None) -> str:
         "",
         "### Why it matters",
         "",
-        WHY.get(group.check, ""),
+        info(group).why,
         "",
         _diagram(group.members),
         "",
         "### Affected models and fields",
         "",
-        _table(group.members),
+        _table(group, group.members),
         "",
         "### In DataHub",
         "",
@@ -68,7 +67,7 @@ def issue_body(notification: Notification, *, datahub_url: str | None) -> str:
         "",
         "### Suggested action",
         "",
-        SUGGESTED_ACTIONS.get(group.check, ""),
+        info(group).action,
         "",
         "<sub>Opened by mlcopilot. Updates arrive as comments and the issue closes itself when "
         "every finding clears. Assign someone or add the `acknowledged` label to stop "
@@ -101,10 +100,10 @@ def comment_body(notification: Notification, *, datahub_url: str | None) -> str:
         ]
     else:
         parts = [mark, "### Update", "", _summary(group), ""]
-        parts += _delta("New", notification.added, by_id)
-        parts += _delta("Changed", notification.changed, by_id)
-        parts += _delta("Cleared", notification.cleared, by_id)
-        parts += ["### Affected models and fields now", "", _table(group.members)]
+        parts += _delta(group, "New", notification.added, by_id)
+        parts += _delta(group, "Changed", notification.changed, by_id)
+        parts += _delta(group, "Cleared", notification.cleared, by_id)
+        parts += ["### Affected models and fields now", "", _table(group, group.members)]
     parts += ["", *_links(group, datahub_url)]
     return _fit("\n".join(parts))
 
@@ -129,14 +128,14 @@ def _messages(members: Sequence[Member]) -> str:
     return md_block(lines)
 
 
-def _table(members: Sequence[Member]) -> str:
+def _table(group: GroupSnapshot, members: Sequence[Member]) -> str:
     rows = [
         "| Model | Entity | Field | Change | Severity | State | Incident |",
         "|---|---|---|---|---|---|---|",
     ]
     for m in members[:_TABLE_ROWS]:
         field = md_code(m.field, 120, in_table=True) if m.field else "—"
-        change = change_word(m)
+        change = change_word(group, m)
         if m.change == "renamed" and m.previous_field:
             change = f"renamed from {md_code(m.previous_field, 120, in_table=True)}"
         rows.append(
@@ -180,7 +179,9 @@ def _links(group: GroupSnapshot, datahub_url: str | None) -> list[str]:
     return lines
 
 
-def _delta(title: str, ids: Sequence[str], by_id: dict[str, Member]) -> list[str]:
+def _delta(
+    group: GroupSnapshot, title: str, ids: Sequence[str], by_id: dict[str, Member]
+) -> list[str]:
     if not ids:
         return []
     lines = [f"**{title}:**", ""]
@@ -191,7 +192,7 @@ def _delta(title: str, ids: Sequence[str], by_id: dict[str, Member]) -> list[str
             continue
         field = md_code(m.field, 120) if m.field else md_code(short_name(m.entity), 120)
         lines.append(
-            f"- {field} in {md_code(short_name(m.model), 80)}: {change_word(m)} "
+            f"- {field} in {md_code(short_name(m.model), 80)}: {change_word(group, m)} "
             f"({m.severity.value})"
         )
     if len(ids) > 50:

@@ -12,9 +12,8 @@ from typing import Any
 
 from mlcopilot.names import short_name
 from mlcopilot.outbox import GroupSnapshot, Member, Notification
-from mlcopilot.sinks.content import KIND, WHY, change_word, entity_url, headline
+from mlcopilot.sinks.content import change_word, entity_url, headline, info
 from mlcopilot.sinks.text import slack_code, slack_plain, slack_text, truncate
-from mlcopilot.writeback import SUGGESTED_ACTIONS
 
 HEADER_LIMIT = 150
 SECTION_LIMIT = 3000
@@ -35,8 +34,8 @@ def root_message(notification: Notification, *, datahub_url: str | None) -> tupl
         _section(f"{icon} {_summary(group)}"),
     ]
     if not resolved:
-        blocks.append(_section(f"*Why it matters:* {WHY.get(group.check, '')}"))
-    blocks += _member_sections(group.members)
+        blocks.append(_section(f"*Why it matters:* {info(group).why}"))
+    blocks += _member_sections(group, group.members)
     if not resolved:
         blocks.append(_section(f"*Suggested action:* {slack_text(_action(group), 1500)}"))
     blocks += _links(group, datahub_url)
@@ -65,13 +64,13 @@ def thread_message(notification: Notification, *, datahub_url: str | None) -> tu
         ):
             members = [by_id[i] for i in ids if i in by_id]
             if members:
-                blocks += _member_sections(members, title=title)
+                blocks += _member_sections(group, members, title=title)
     blocks.append(_context(group))
     return _fallback(notification), _cap(blocks)
 
 
 def _title(group: GroupSnapshot) -> str:
-    kind = KIND.get(group.check, group.check)
+    kind = info(group).title
     return truncate(f"{kind} at {slack_plain(short_name(group.entity), 100)}", HEADER_LIMIT)
 
 
@@ -82,12 +81,14 @@ def _summary(group: GroupSnapshot) -> str:
     )
 
 
-def _member_sections(members: Sequence[Member], *, title: str = "Affected") -> Blocks:
+def _member_sections(
+    group: GroupSnapshot, members: Sequence[Member], *, title: str = "Affected"
+) -> Blocks:
     sections: Blocks = []
     current = f"*{title}:*"
     shown = 0
     for member in members:
-        line = _member_line(member)
+        line = _member_line(group, member)
         if len(current) + len(line) + 1 > SECTION_LIMIT:
             sections.append(_section(current))
             current = ""
@@ -102,9 +103,9 @@ def _member_sections(members: Sequence[Member], *, title: str = "Affected") -> B
     return sections
 
 
-def _member_line(m: Member) -> str:
+def _member_line(group: GroupSnapshot, m: Member) -> str:
     where = slack_code(m.field, 120) if m.field else slack_code(short_name(m.entity), 120)
-    change = change_word(m)
+    change = change_word(group, m)
     if m.change == "renamed" and m.previous_field:
         change = f"renamed from {slack_code(m.previous_field, 120)}"
     state = "" if m.open else " — cleared"
@@ -130,7 +131,7 @@ def _fallback(notification: Notification) -> str:
 
 
 def _action(group: GroupSnapshot) -> str:
-    return SUGGESTED_ACTIONS.get(group.check, "")
+    return info(group).action
 
 
 _ICONS = {"critical": ":rotating_light:", "high": ":red_circle:", "medium": ":large_orange_circle:"}

@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from mlcopilot.grouping import group_of
-from mlcopilot.model import CheckName, Incident, IncidentChanges, IncidentState, Urn
+from mlcopilot.grouping import group_of, inhibitors
+from mlcopilot.model import CheckInfo, Incident, IncidentChanges, IncidentState, Urn
 from mlcopilot.outbox import (
     GroupState,
     Member,
@@ -27,6 +27,7 @@ from mlcopilot.outbox import (
     PlannedRow,
     SinkName,
     dedupe_key,
+    with_infos,
 )
 from mlcopilot.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.store import schema as t
@@ -78,12 +79,14 @@ def plan(
             now,
             {"v": 1, "writes": list(request.writeback)},
         )
-    deprecated = _deprecated_after(conn, changes)
+    folded_by = inhibitors(request.infos)
+    roots = sorted({root for names in folded_by.values() for root in names})
+    open_at = _open_roots_after(conn, changes, roots)
     stored_open = _open_groups(conn, lock=lock)
     next_generation = _max_generations(conn)
-    touched: dict[tuple[str, int], tuple[CheckName, Urn]] = {}
+    touched: dict[tuple[str, int], tuple[str, Urn]] = {}
     for incident in changes.opened:
-        key, check, entity = group_of(incident, deprecated)
+        key, check, entity = group_of(incident, open_at, folded_by)
         group = stored_open.get(key)
         generation = group.generation if group else next_generation.get(key, 0) + 1
         result.assignments[(incident.id, incident.generation)] = (key, generation)
@@ -122,8 +125,17 @@ def plan(
                 now=now,
             )
             if decision is not None:
-                result.decisions.append(decision)
+                result.decisions.append(_carrying_infos(decision, request.infos))
     return result
+
+
+def _carrying_infos(decision: Decision, infos: Mapping[str, CheckInfo]) -> Decision:
+    """``decision`` with its rows' payloads carrying their checks' infos (see ``with_infos``)."""
+    return replace(
+        decision,
+        inserts=tuple(replace(r, payload=with_infos(r.payload, infos)) for r in decision.inserts),
+        rewrites=tuple((row_id, with_infos(p, infos)) for row_id, p in decision.rewrites),
+    )
 
 
 def apply(conn: Connection, result: Plan, *, now: datetime, run_id: int | None) -> None:
@@ -151,19 +163,29 @@ def apply(conn: Connection, result: Plan, *, now: datetime, run_id: int | None) 
 # --- reading
 
 
-def _deprecated_after(conn: Connection, changes: IncidentChanges) -> frozenset[Urn]:
+def _open_roots_after(
+    conn: Connection, changes: IncidentChanges, roots: Sequence[str]
+) -> dict[Urn, set[str]]:
+    """Entity → which of the checks ``roots`` (those that fold others in) are open there.
+
+    As it will be once ``changes`` apply: stored open incidents not resolved by this scan,
+    plus the ones it opens or sees again.
+    """
+    found: dict[Urn, set[str]] = {}
+    if not roots:
+        return found
     i = t.incidents
-    query = select(i.c.entity, i.c.id).where(
-        i.c.check_name == "deprecated_source", i.c.state != IncidentState.RESOLVED.value
+    query = select(i.c.entity, i.c.check_name, i.c.id).where(
+        i.c.check_name.in_(roots), i.c.state != IncidentState.RESOLVED.value
     )
     resolved = {inc.id for inc in changes.resolved}
-    stored = {entity for entity, incident_id in conn.execute(query) if incident_id not in resolved}
-    found = {
-        inc.entity
-        for inc in (*changes.opened, *changes.updated)
-        if inc.check == "deprecated_source"
-    }
-    return frozenset(stored | found)
+    for entity, check, incident_id in conn.execute(query):
+        if incident_id not in resolved:
+            found.setdefault(entity, set()).add(check)
+    for inc in (*changes.opened, *changes.updated):
+        if inc.check in roots:
+            found.setdefault(inc.entity, set()).add(inc.check)
+    return found
 
 
 def _open_groups(conn: Connection, *, lock: bool) -> dict[str, StoredGroup]:
