@@ -51,7 +51,7 @@ def finding(
     message: str = "PII column email feeds the model",
 ) -> Finding:
     return Finding(
-        check=check,  # type: ignore[arg-type]
+        check=check,
         severity=severity,
         model=model,
         entity=entity,
