@@ -24,7 +24,9 @@ from datahub.metadata.schema_classes import (
     TagAssociationClass,
 )
 
+from mlcopilot.checks import load_checks
 from mlcopilot.checks.pii_exposure import PiiExposure, PiiExposureConfig
+from mlcopilot.errors import ConfigError
 from mlcopilot.model import UNKNOWN_USAGE, ColumnUsage
 from mlcopilot.protocols import CheckContext
 
@@ -292,7 +294,7 @@ CASES = [
         id="blank-justification-does-not-justify",
     ),
     pytest.param(
-        {"tags": ["GDPR"], "terms": []},
+        {"tags": ["GDPR"], "replace_defaults": True},
         UNJUSTIFIED,
         DATASET,
         [tags("PII"), schema(col("user_id"), col("email", tag="GDPR"))],
@@ -300,6 +302,27 @@ CASES = [
         [("high", "email", ["tagged GDPR"])],
         None,
         id="configured-tags-replace-the-defaults",
+    ),
+    pytest.param(
+        {"tags": ["security:pii"], "terms": ["Classification.Restricted"]},
+        UNJUSTIFIED,
+        DATASET,
+        [
+            tags("PII"),
+            schema(
+                col("email", tag="security:pii"),
+                col("ssn", term="Classification.Restricted"),
+                col("user_id"),
+            ),
+        ],
+        FEEDS_ALL,
+        [
+            ("high", None, ["tagged PII"]),
+            ("high", "email", ["tagged security:pii"]),
+            ("high", "ssn", ["glossary term Classification.Restricted"]),
+        ],
+        None,
+        id="configured-tags-and-terms-extend-the-defaults",
     ),
     pytest.param(
         {"tags": ["urn:li:tag:Restricted"]},
@@ -366,3 +389,14 @@ def test_evidence_names_the_matching_tags_and_terms(make_node):
         "terms": [],
         "feeds_model": "unknown",
     }
+
+
+def test_replacing_the_defaults_with_nothing_is_refused() -> None:
+    with pytest.raises(ConfigError, match="replace_defaults = true needs at least one"):
+        load_checks({"pii_exposure": {"replace_defaults": True}})
+
+
+def test_configured_markers_extend_the_builtin_ones() -> None:
+    config = PiiExposureConfig(tags=["security:pii"])
+    assert config.marker_tags() == ("PII", "Sensitive", "security:pii")
+    assert PiiExposureConfig(tags=["x"], replace_defaults=True).marker_tags() == ("x",)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
@@ -46,20 +46,42 @@ _KIND = {
 }
 
 
-class PiiExposureConfig(PluginConfig):
-    """Settings of the ``pii_exposure`` check."""
+DEFAULT_TAGS = ("PII", "Sensitive")
+"""The tags that mark PII unless the config replaces them."""
+DEFAULT_TERMS = (
+    "Classification.PII",
+    "Classification.Sensitive",
+    "Classification.Confidential",
+    "Classification.HighlyConfidential",
+)
+"""The glossary terms that mark PII unless the config replaces them."""
 
-    tags: list[str] = Field(default_factory=lambda: ["PII", "Sensitive"])
-    """Tag names (or full tag urns) that mark PII; matched case-insensitively."""
-    terms: list[str] = Field(
-        default_factory=lambda: [
-            "Classification.PII",
-            "Classification.Sensitive",
-            "Classification.Confidential",
-            "Classification.HighlyConfidential",
-        ]
-    )
-    """Glossary term names (or full term urns) that mark PII; matched case-insensitively."""
+
+class PiiExposureConfig(PluginConfig):
+    """Settings of the ``pii_exposure`` check (``[checks.pii_exposure]``)."""
+
+    tags: list[str] = Field(default_factory=list)
+    """More tag names (as DataHub shows them, e.g. ``security:pii``) or full tag urns that
+    mark PII; matched case-insensitively."""
+    terms: list[str] = Field(default_factory=list)
+    """More glossary term names (e.g. ``Classification.Restricted``) or full term urns."""
+    replace_defaults: bool = False
+    """True: only ``tags`` and ``terms`` mark PII, not the built-in ones."""
+
+    @model_validator(mode="after")
+    def _finds_something(self) -> PiiExposureConfig:
+        # Replacing the defaults with nothing would report every model as clean, forever.
+        if self.replace_defaults and not (self.tags or self.terms):
+            raise ValueError("replace_defaults = true needs at least one of tags or terms")
+        return self
+
+    def marker_tags(self) -> tuple[str, ...]:
+        """Every tag that marks PII under this config."""
+        return tuple(self.tags) if self.replace_defaults else (*DEFAULT_TAGS, *self.tags)
+
+    def marker_terms(self) -> tuple[str, ...]:
+        """Every glossary term that marks PII under this config."""
+        return tuple(self.terms) if self.replace_defaults else (*DEFAULT_TERMS, *self.terms)
 
 
 class PiiExposure:
@@ -69,7 +91,8 @@ class PiiExposure:
     carry a PII tag (by default `PII` or `Sensitive`) or glossary term (by default
     `Classification.PII`, `.Sensitive`, `.Confidential` or `.HighlyConfidential`),
     on the entity itself or on one of its columns, when the model has no PII justification.
-    The tags and terms are configurable (`tags`, `terms`) by name or by full urn.
+    `[checks.pii_exposure]` adds tags and terms (`tags`, `terms`, by name as DataHub shows
+    it or by full urn); with `replace_defaults = true` they replace the built-in ones.
 
     - A tagged entity is high severity: it is consumed by the model's lineage as a whole.
     - A tagged column is high when column-level lineage shows it feeds the model, medium
@@ -112,8 +135,8 @@ class PiiExposure:
 
     def __init__(self, config: PiiExposureConfig) -> None:
         self.config = config
-        self._tags = {_strip(value, _TAG_PREFIX).lower() for value in config.tags}
-        self._terms = {_strip(value, _TERM_PREFIX).lower() for value in config.terms}
+        self._tags = {_strip(value, _TAG_PREFIX).lower() for value in config.marker_tags()}
+        self._terms = {_strip(value, _TERM_PREFIX).lower() for value in config.marker_terms()}
 
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """Findings for the node and each of its columns classified as PII."""
