@@ -126,6 +126,9 @@ class Node:
     structured_properties: Mapping[str, tuple[str | float, ...]] = _field(default_factory=dict)
     custom_properties: Mapping[str, str] = _field(default_factory=dict)
     deprecation: Deprecation | None = None
+    owners: tuple[Urn, ...] | None = None
+    """The owners' urns (users or groups) from DataHub's ``ownership`` aspect: empty when the
+    aspect lists none, None when the entity has no ``ownership`` aspect at all."""
     removed: bool = False
     last_updated: datetime | None = None
     column_lineage: tuple[ColumnEdge, ...] = ()

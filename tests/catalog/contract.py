@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import OwnerClass, OwnershipClass, OwnershipTypeClass
 
 from mlcopilot.model import (
     ColumnEdge,
@@ -229,6 +230,28 @@ class CatalogContract:
         node = catalog.nodes([RAW])[RAW]
         assert node.deprecation is None
         assert node.removed
+
+    def test_owners_known_empty_and_unknown(self, make_catalog: MakeCatalog) -> None:
+        owned, empty, bare = (dataset_urn(n) for n in ("raw.owned", "raw.empty", "raw.bare"))
+        owners = OwnershipClass(
+            owners=[
+                OwnerClass(owner="urn:li:corpuser:zoe", type=OwnershipTypeClass.DATAOWNER),
+                OwnerClass(owner="urn:li:corpGroup:data", type=OwnershipTypeClass.TECHNICAL_OWNER),
+            ]
+        )
+        catalog = make_catalog(
+            [
+                *dataset("raw.owned"),
+                MetadataChangeProposalWrapper(entityUrn=owned, aspect=owners),
+                *dataset("raw.empty"),
+                MetadataChangeProposalWrapper(entityUrn=empty, aspect=OwnershipClass(owners=[])),
+                *dataset("raw.bare"),
+            ]
+        )
+        nodes = catalog.nodes([owned, empty, bare])
+        assert nodes[owned].owners == ("urn:li:corpGroup:data", "urn:li:corpuser:zoe")
+        assert nodes[empty].owners == ()
+        assert nodes[bare].owners is None
 
     def test_numeric_structured_property_values(self, make_catalog: MakeCatalog) -> None:
         catalog = make_catalog(

@@ -195,6 +195,7 @@ def node_from_aspects(
         structured_properties=structured_properties(aspects.get("structuredProperties")),
         custom_properties=custom,
         deprecation=_deprecation(aspects.get("deprecation")),
+        owners=_owners(aspects.get("ownership")),
         removed=is_removed(aspects),
         last_updated=_last_updated(aspects),
         column_lineage=column_lineage(urn, aspects.get("upstreamLineage")),
@@ -518,6 +519,19 @@ def _term_urns(*aspects: JsonObject | None) -> Iterator[Urn]:
 def _frozen(items: Iterator[Urn]) -> frozenset[Urn]:
     found = frozenset(items)
     return found if found else _EMPTY
+
+
+def _owners(aspect: JsonObject | None) -> tuple[Urn, ...] | None:
+    """The owner urns of ``ownership``, sorted; None without the aspect (not known)."""
+    if aspect is None:
+        return None
+    owners = aspect.get("owners")
+    if not isinstance(owners, list):
+        return ()
+    found = {
+        o["owner"] for o in owners if isinstance(o, Mapping) and isinstance(o.get("owner"), str)
+    }
+    return tuple(sorted(found))
 
 
 def _deprecation(aspect: JsonObject | None) -> Deprecation | None:
