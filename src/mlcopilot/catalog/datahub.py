@@ -31,27 +31,21 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import lru_cache
-from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, TypeVar
 
-from datahub.metadata.schema_classes import (
-    ENTITY_TYPE_TO_ASPECT_NAMES,
-    StructuredPropertyDefinitionClass,
-    TagPropertiesClass,
-)
-from datahub.metadata.urns import Urn as SdkUrn
-from datahub.utilities.urns.error import InvalidUrnError
+from datahub.metadata.schema_classes import StructuredPropertyDefinitionClass, TagPropertiesClass
 
+from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog import datahub_queries as q
+from mlcopilot.catalog.closing import ClosedOnExit
 from mlcopilot.catalog.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.datahub_client import GmsClient
-from mlcopilot.catalog.proposals import proposals
+from mlcopilot.catalog.payloads import as_int, envelope_values, mapping, result_urns, written_at
+from mlcopilot.catalog.urns import NO_LINEAGE, aspects_among, urn_type
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
-    DocumentWrite,
     Edge,
     Lineage,
     Node,
@@ -128,7 +122,6 @@ READ_ASPECTS: tuple[str, ...] = tuple(
 )
 """The aspects read for every entity: everything mlcopilot interprets, nothing more."""
 
-_NO_SCROLL = frozenset({"mlFeatureTable"})  # nothing upstream of a feature table is lineage
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
@@ -218,7 +211,7 @@ _Version = tuple[int | None, ax.JsonObject | None, int | None]
 numbered version to walk from (it is not dated by its own write)."""
 
 
-class DataHubCatalog:
+class DataHubCatalog(ClosedOnExit):
     """A :class:`~mlcopilot.protocols.Catalog` over a DataHub GMS, through acryl-datahub.
 
     Construction does no I/O; the first call connects. One instance is one scan's view: each
@@ -304,8 +297,8 @@ class DataHubCatalog:
         while limit is None or len(found) < limit:
             variables = q.search_variables([entity_type], page_size, scroll_id)
             data = self._client.graphql("mlcopilotSearch", q.SEARCH, variables)
-            page = _mapping(data.get("scrollAcrossEntities"), "scrollAcrossEntities")
-            found += _result_urns(page)
+            page = mapping(data.get("scrollAcrossEntities"), "DataHub", "scrollAcrossEntities")
+            found += result_urns(page.get("searchResults"))
             scroll_id = _next_scroll(page, scroll_id)
             if scroll_id is None:
                 break
@@ -375,7 +368,7 @@ class DataHubCatalog:
         asks = [
             (key, as_of)
             for key in wanted
-            if (as_of := ax.datetime_to_ms(key[1])) > 0 and _entity_type(key[0]) is not None
+            if (as_of := ax.datetime_to_ms(key[1])) > 0 and urn_type(key[0]) is not None
         ]
         heads = self._read_versions(
             (urn, name, 0) for (urn, _), _ in asks for name in ax.SCHEMA_ASPECTS
@@ -444,26 +437,12 @@ class DataHubCatalog:
         every retry. Documents need DataHub ≥ 1.4; on an older server they
         are skipped, logged and listed in :attr:`skipped_writes`.
         """
-        wanted, self.skipped_writes = self._gate_documents(writes)
-        needs = [ax.write_target(w) for w in wanted]
-        needs += [urn for w in wanted for urn in ax.write_prerequisites(w)]
-        state = self.write_state(needs)
-        pending: dict[tuple[Urn, str], ax.JsonObject] = {}
-        read: dict[tuple[Urn, str], ax.JsonObject | None] = {}
-        changed: list[Write] = []
-        for write in wanted:
-            updates = ax.write_updates(write, state)
-            for urn, name, value in updates:
-                if (urn, name) not in read:
-                    read[(urn, name)] = state.get(urn, {}).get(name)
-                state.setdefault(urn, {})[name] = value
-                pending[(urn, name)] = value
-            if updates:
-                changed.append(write)
-        _check_writable(pending)  # a dry run refuses what the real one would
-        if pending and not dry_run:
-            self._emit(pending, read)
-        return changed
+        wanted, self.skipped_writes = aspect_writes.gate_documents(writes, self._client, self.label)
+        folded = aspect_writes.fold(wanted, self.write_state(aspect_writes.state_needs(wanted)))
+        aspect_writes.check_writable(folded.pending)  # a dry run refuses what the real one would
+        if folded.pending and not dry_run:
+            self._emit(folded.pending, folded.read())
+        return folded.changed
 
     def close(self) -> None:
         """Release connections and worker threads."""
@@ -471,17 +450,6 @@ class DataHubCatalog:
         if executor is not None:
             executor.shutdown(wait=True)
         self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def incident_status(self, urns: Sequence[Urn]) -> dict[Urn, tuple[str, str | None, int]]:
         """``urn -> (state, stage, number of assignees)`` for the incidents that exist.
@@ -578,7 +546,7 @@ class DataHubCatalog:
         """
         by_type: dict[str, list[Urn]] = {}
         for urn in dict.fromkeys(urns):
-            entity_type = _entity_type(urn)
+            entity_type = urn_type(urn)
             if entity_type is not None and _write_aspects(entity_type):
                 by_type.setdefault(entity_type, []).append(urn)
         tasks = [
@@ -604,7 +572,7 @@ class DataHubCatalog:
         openapi: dict[str, list[Urn]] = {}
         parts: dict[Urn, int] = {}
         for urn in urns:
-            entity_type = _entity_type(urn)
+            entity_type = urn_type(urn)
             if entity_type is None:
                 continue  # not an urn GMS could know: no aspects, exists=False
             if entity_type in q.RELATIONSHIP_TYPES:
@@ -657,8 +625,8 @@ class DataHubCatalog:
         while isinstance(page, Mapping):
             relationships = page.get("relationships") or []
             holders += _relationship_sources(relationships, types)
-            start = _int(page.get("start")) + len(relationships)
-            if not relationships or start >= _int(page.get("total")):
+            start = as_int(page.get("start")) + len(relationships)
+            if not relationships or start >= as_int(page.get("total")):
                 break
             data = self._client.graphql(
                 "mlcopilotRelationships",
@@ -678,14 +646,7 @@ class DataHubCatalog:
         for entity in self._client.batch_get(entity_type, items):
             urn = entity.get("urn")
             if isinstance(urn, str):
-                aspects = {
-                    name: env["value"]
-                    for name, env in entity.items()
-                    if name in names
-                    and isinstance(env, Mapping)
-                    and isinstance(env.get("value"), dict)
-                }
-                result.append((urn, _Bundle(aspects=aspects)))
+                result.append((urn, _Bundle(aspects=envelope_values(entity, names))))
         return result
 
     def _read_versions(
@@ -697,7 +658,7 @@ class DataHubCatalog:
         # trained at different times) go in separate batches, and responses stay by urn.
         layers: list[dict[str, dict[Urn, dict[str, int]]]] = []
         for urn, name, version in keys:
-            entity_type = _entity_type(urn)
+            entity_type = urn_type(urn)
             if (urn, name, version) in self._versions or entity_type is None:
                 continue
             for layer in layers:
@@ -741,7 +702,7 @@ class DataHubCatalog:
                     continue
                 newest = _newest_row(envelope) if version == 0 else None
                 value = envelope["value"] if newest is None else None
-                found[(urn, name, version)] = (_written_at(envelope), value, newest)
+                found[(urn, name, version)] = (written_at(envelope), value, newest)
         return found
 
     # --- lineage prefetch ----------------------------------------------------------------
@@ -767,7 +728,7 @@ class DataHubCatalog:
                 narrow = narrow + 1 if len(missing) <= SCROLL_ROOTS else 0
                 found: list[Urn] = []
                 if narrow > DEEP_LEVELS:
-                    scrollable = [u for u in missing if _entity_type(u) not in _NO_SCROLL]
+                    scrollable = [u for u in missing if urn_type(u) not in NO_LINEAGE]
                     found = self._scroll_all(scrollable, degrees, limits.max_nodes)
                 self._bundles([*missing, *found])
             examined.update(frontier)
@@ -821,7 +782,7 @@ class DataHubCatalog:
             page = data.get("scrollAcrossLineage")
             if not isinstance(page, Mapping):
                 break  # GMS answers null for an urn it has no lineage document for
-            found += _result_urns(page)
+            found += result_urns(page.get("searchResults"))
             if page.get("isPartial"):
                 # Hit GMS's relation cap or graph timeout; the walk fetches what is missing.
                 log.info("%s: DataHub's lineage of %s is partial", self.label, root)
@@ -832,32 +793,14 @@ class DataHubCatalog:
 
     # --- writing -------------------------------------------------------------------------
 
-    def _gate_documents(self, writes: Sequence[Write]) -> tuple[list[Write], tuple[Write, ...]]:
-        documents = [w for w in writes if isinstance(w, DocumentWrite)]
-        if not documents or self._client.supports_documents():
-            return list(writes), ()
-        log.warning(
-            "%s: DataHub %s has no Document entity (needs 1.4 or later); "
-            "skipped %d document write(s)",
-            self.label,
-            self._client.version() or "(version unknown)",
-            len(documents),
-        )
-        return [w for w in writes if not isinstance(w, DocumentWrite)], tuple(documents)
-
     def _emit(
         self,
         pending: Mapping[tuple[Urn, str], ax.JsonObject],
         read: Mapping[tuple[Urn, str], ax.JsonObject | None],
     ) -> None:
-        """Send ``pending``: tags and properties as patches from ``read``, the rest whole."""
-        _check_writable(pending)
+        """Send ``pending`` (:func:`~mlcopilot.catalog.aspect_writes.send`); forget what it was."""
         try:
-            mcps = proposals(pending, read)
-        except CatalogError as exc:
-            raise CatalogError(f"{self.label}: {exc}") from exc
-        try:
-            self._client.emit(mcps)
+            aspect_writes.send(self._client, self.label, pending, read)
         finally:
             # Whatever happened, what DataHub holds for these urns is no longer what we read.
             for urn, _ in pending:
@@ -908,29 +851,14 @@ def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
         yield items[start : start + size]
 
 
-@lru_cache(maxsize=1 << 18)
-def _entity_type(urn: Urn) -> str | None:
-    """The urn's entity type segment, or None for a string GMS could not parse as an urn.
-
-    Remembered: a scan asks it of every urn several times (fetch, walk, history), and the
-    SDK's parse is the costliest part of it.
-    """
-    try:
-        return str(SdkUrn.from_string(urn).entity_type)
-    except (InvalidUrnError, ValueError):
-        return None
-
-
 def _write_aspects(entity_type: str) -> list[str]:
     """The aspects of :data:`~mlcopilot.catalog.aspects.WRITE_ASPECTS` ``entity_type`` has."""
-    names = set(ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type) or ())
-    return [name for name in ax.WRITE_ASPECTS if name in names]
+    return aspects_among(entity_type, ax.WRITE_ASPECTS)
 
 
 def _openapi_aspects(entity_type: str) -> list[str]:
     """The aspects of :data:`READ_ASPECTS` that ``entity_type`` has (none if unknown)."""
-    names = set(ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type) or ())
-    return [name for name in READ_ASPECTS if name in names]
+    return aspects_among(entity_type, READ_ASPECTS)
 
 
 def _merge(into: _Bundle, part: _Bundle) -> None:
@@ -980,19 +908,10 @@ def _relationship_sources(relationships: object, types: Sequence[str]) -> list[U
 
 def _holds(urn: Urn, types: set[str]) -> bool:
     """True when ``urn`` is of a type Lite's reverse hops count for these relationships."""
-    entity_type = _entity_type(urn)
+    entity_type = urn_type(urn)
     if "Contains" in types:
         return entity_type == "mlFeatureTable"
     return entity_type in ("dataJob", "dataProcessInstance")
-
-
-def _result_urns(page: Mapping[str, Any]) -> list[Urn]:
-    urns: list[Urn] = []
-    for result in page.get("searchResults") or []:
-        entity = result.get("entity") if isinstance(result, Mapping) else None
-        if isinstance(entity, Mapping) and isinstance(entity.get("urn"), str):
-            urns.append(entity["urn"])
-    return urns
 
 
 def _next_scroll(page: Mapping[str, Any], previous: str | None) -> str | None:
@@ -1003,16 +922,6 @@ def _next_scroll(page: Mapping[str, Any], previous: str | None) -> str | None:
     if not page.get("searchResults"):
         return None
     return scroll_id
-
-
-def _mapping(value: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise CatalogError(f"DataHub answered {what} with no result")
-    return value
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _node(urn: Urn, aspects: ax.Aspects, related: Mapping[Urn, ax.Aspects]) -> Node:
@@ -1040,31 +949,6 @@ def _newest_row(envelope: Mapping[str, Any]) -> int | None:
         if number >= 1:
             return number
     return None
-
-
-def _written_at(envelope: Mapping[str, Any]) -> int | None:
-    """When a version was written: its audit stamp, else its ``lastObserved``."""
-    for container, key in (("auditStamp", "time"), ("systemMetadata", "lastObserved")):
-        holder = envelope.get(container)
-        value = holder.get(key) if isinstance(holder, Mapping) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def _check_writable(pending: Iterable[tuple[Urn, str]]) -> None:
-    """Refuse an aspect GMS's entity registry does not give the entity's type.
-
-    GMS answers 422 for it, possibly after writing the rest of the batch; refusing up front
-    keeps a write-back all or nothing.
-    """
-    for urn, name in pending:
-        entity_type = _entity_type(urn) or ""
-        allowed = ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type)
-        if allowed is not None and name not in allowed:
-            raise CatalogError(
-                f"cannot write {name} on {urn}: DataHub has no such aspect on {entity_type}"
-            )
 
 
 def _definition_aspect(definition: Definition) -> str:

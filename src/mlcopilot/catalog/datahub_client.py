@@ -14,8 +14,11 @@ not promise its session is thread-safe); all are closed by :meth:`GmsClient.clos
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import socket
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import requests
+import urllib3
 from datahub.configuration.common import ConfigurationError, GraphError, OperationalError
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.ingestion.graph.client import DataHubGraph
@@ -44,6 +48,13 @@ _TOKEN_HINT = (
     "set DATAHUB_GMS_TOKEN to a personal access token of a user who may read metadata "
     "(and, for the write-back, edit tags, structured properties and incidents)"
 )
+
+
+def refused_token(url: str, status: int, operation: str) -> CatalogError:
+    """The one line for a token GMS refused (401/403), whichever backend met it."""
+    return CatalogError(
+        f"DataHub at {url} refused the token ({status}) on {operation}: {_TOKEN_HINT}"
+    )
 
 
 class GmsClient:
@@ -220,9 +231,7 @@ class GmsClient:
         where = f"DataHub at {self.url}"
         status = _status(exc)
         if status in (401, 403):
-            raise CatalogError(
-                f"{where} refused the token ({status}) on {operation}: {_TOKEN_HINT}"
-            ) from exc
+            raise refused_token(self.url, status, operation) from exc
         if status is not None and (status >= 500 or status == 429):
             raise CatalogUnavailable(
                 f"{where} failed with HTTP {status} on {operation} (after {self.retries} retries)"
@@ -246,6 +255,7 @@ class GmsClient:
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception it was raised from or while handling, outermost first."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -257,29 +267,47 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 def _status(exc: BaseException) -> int | None:
     """The HTTP status behind ``exc`` (the SDK wraps HTTPError in OperationalError)."""
     for item in _chain(exc):
-        response = getattr(item, "response", None)
-        status = getattr(response, "status_code", None)
-        if isinstance(status, int) and status >= 400:
-            return status
+        if isinstance(item, requests.HTTPError) and item.response is not None:
+            status = item.response.status_code
+            if status >= 400:
+                return status
     return None
+
+
+_UNREACHABLE: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
+    # Most specific first: urllib3's NameResolutionError is a NewConnectionError, which is a
+    # ConnectTimeoutError, so the causes of a failed connect come before any timeout.
+    ((urllib3.exceptions.NameResolutionError, socket.gaierror), "host name not found"),
+    ((ConnectionRefusedError,), "connection refused"),
+    (
+        (requests.exceptions.SSLError, urllib3.exceptions.SSLError, ssl.SSLError),
+        "TLS handshake failed",
+    ),
+    (
+        (requests.Timeout, urllib3.exceptions.ReadTimeoutError, TimeoutError),
+        "no answer within {timeout:g}s",
+    ),
+    (
+        (
+            ConnectionResetError,
+            ConnectionAbortedError,
+            urllib3.exceptions.ProtocolError,
+            http.client.RemoteDisconnected,
+        ),
+        "connection dropped",
+    ),
+    ((requests.ConnectionError, urllib3.exceptions.NewConnectionError), "connection failed"),
+)
+"""Why a server could not be reached, by the exception types behind the failure (as httpx's
+``map_httpcore_exceptions``): the first row any exception in the chain is an instance of."""
 
 
 def _connection_failure(exc: BaseException, timeout: float) -> str | None:
     """A short reason when ``exc`` means the server could not be reached; else None."""
-    for item in _chain(exc):
-        text = str(item).lower()
-        if isinstance(item, requests.Timeout) or "timed out" in text:
-            return f"no answer within {timeout:g}s"
-        if isinstance(item, requests.ConnectionError):
-            if "refused" in text:
-                return "connection refused"
-            if any(s in text for s in ("name or service", "nodename", "getaddrinfo", "resolve")):
-                return "host name not found"
-            if "ssl" in text or "certificate" in text:
-                return "TLS handshake failed"
-            if "reset" in text or "aborted" in text or "remote end closed" in text:
-                return "connection dropped"
-            return "connection failed"
+    chain = list(_chain(exc))
+    for types, reason in _UNREACHABLE:
+        if any(isinstance(item, types) for item in chain):
+            return reason.format(timeout=timeout)
     return None
 
 

@@ -19,14 +19,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import pre_json_transform
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 
+from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
+from mlcopilot.catalog.closing import ClosedOnExit
 from mlcopilot.catalog.lite_writer import TIMESERIES, LiteWriter, Outcome, TransactionalLite
 from mlcopilot.errors import CatalogError
 from mlcopilot.lineage import walk_upstream
@@ -40,7 +41,7 @@ _Aspects = dict[Urn, dict[str, ax.JsonObject]]
 _WRITE_PRAGMAS = {"journal_mode": "WAL", "synchronous": "NORMAL"}
 
 
-class LiteCatalog:
+class LiteCatalog(ClosedOnExit):
     """A :class:`~mlcopilot.protocols.Catalog` over a DataHub Lite SQLite file.
 
     Construction does no I/O; the file is opened read-only on first use and reopened for
@@ -218,26 +219,16 @@ class LiteCatalog:
         Writes to the same entity fold in order. Tags and structured properties a write uses
         are created when missing. With ``dry_run`` nothing is written.
         """
-        needs = [ax.write_target(w) for w in writes]
-        needs += [urn for w in writes for urn in ax.write_prerequisites(w)]
         # Only what the comparison reads: the targets' schemas would double a large scan's memory.
-        state = self._aspects(list(dict.fromkeys(needs)), ax.WRITE_ASPECTS)
-        pending: dict[tuple[Urn, str], ax.JsonObject] = {}
-        changed: list[Write] = []
-        for write in writes:
-            updates = ax.write_updates(write, state)
-            for urn, name, value in updates:
-                state.setdefault(urn, {})[name] = value
-                pending[(urn, name)] = value
-            if updates:
-                changed.append(write)
-        if pending and not dry_run:
+        state = self._aspects(aspect_writes.state_needs(writes), ax.WRITE_ASPECTS)
+        folded = aspect_writes.fold(writes, state)
+        if folded.pending and not dry_run:
             mcps = [
                 MetadataChangeProposalWrapper(entityUrn=urn, aspect=ax.from_json(name, value))
-                for (urn, name), value in pending.items()
+                for (urn, name), value in folded.pending.items()
             ]
             self._write(mcps)
-        return changed
+        return folded.changed
 
     def ingest(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> int:
         """Write validated MCPs in order, in one transaction; return the new aspect versions.
@@ -321,17 +312,6 @@ class LiteCatalog:
                 is not a DataHub Lite catalog.
         """
         self._handle()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _write(self, mcps: Sequence[MetadataChangeProposalWrapper]) -> int:
         new_versions = 0

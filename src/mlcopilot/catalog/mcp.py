@@ -82,14 +82,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
-from datahub.metadata.urns import Urn as SdkUrn
-from datahub.utilities.urns.error import InvalidUrnError
-
+from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
+from mlcopilot.catalog.closing import ClosedOnExit
 from mlcopilot.catalog.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.datahub import (
     BATCH_SIZE,
@@ -97,13 +94,15 @@ from mlcopilot.catalog.datahub import (
     DEFAULT_TIMEOUT,
     DataHubCatalog,
 )
-from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.catalog.datahub_client import GmsClient, refused_token
 from mlcopilot.catalog.mcp_session import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
     McpSession,
 )
-from mlcopilot.catalog.proposals import proposals
+from mlcopilot.catalog.payloads import as_int, envelope_values, result_urns, stamp, written_at
+from mlcopilot.catalog.payloads import mapping as _object
+from mlcopilot.catalog.urns import NO_LINEAGE, urn_type
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
@@ -139,11 +138,8 @@ DOCUMENT_TYPE = "Analysis"
 """The ``save_document`` type of incident documents."""
 
 _SDK_WRITTEN = frozenset({"incidentInfo", "tagProperties", "propertyDefinition"})
-_NO_LINEAGE = frozenset({"mlFeatureTable"})  # nothing upstream of a feature table is lineage
 _REFUSED = re.compile(r"'status': (401|403)\b")
 _MISSING_ENTITY = ("not found", "must be a valid DataHub URN", "bounded DataHub URN")
-
-_State = dict[Urn, dict[str, ax.JsonObject]]
 
 
 def find_server() -> list[str]:
@@ -207,23 +203,27 @@ class McpOptions:
     max_workers: int = 4
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Plan:
     """What :meth:`McpCatalog.apply` found to do.
 
-    The intents that change something, the state they were compared with, the aspect values
-    to end with, and the documents to save.
+    The folded intents, and the tag and property targets DataHub has no entity for (the
+    tools refuse them).
     """
 
-    changed: list[Write] = field(default_factory=list)
-    before: _State = field(default_factory=dict)
-    after: dict[tuple[Urn, str], ax.JsonObject] = field(default_factory=dict)
-    documents: dict[Urn, DocumentWrite] = field(default_factory=dict)
-    absent: set[Urn] = field(default_factory=set)
-    """Tag and property targets DataHub has no entity for (the tools refuse them)."""
+    folded: aspect_writes.Fold
+    absent: frozenset[Urn]
+
+    @property
+    def before(self) -> aspect_writes.State:
+        return self.folded.before
+
+    @property
+    def after(self) -> dict[tuple[Urn, str], ax.JsonObject]:
+        return self.folded.pending
 
 
-class McpCatalog:
+class McpCatalog(ClosedOnExit):
     """A :class:`~mlcopilot.protocols.Catalog` over ``mcp-server-datahub`` plus the SDK.
 
     Construction does no I/O. The first call checks GMS (``/config``: a clear error at once
@@ -333,7 +333,7 @@ class McpCatalog:
         first write's time on version 0) and ``lastObserved`` dates it.
         """
         as_of = ax.datetime_to_ms(when)
-        entity_type = _entity_type(urn)
+        entity_type = urn_type(urn)
         if as_of <= 0 or entity_type is None:
             return None
         if "get_aspect_history" not in self.session.tools():
@@ -350,14 +350,14 @@ class McpCatalog:
 
     def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
         """Make DataHub hold ``writes``; return those that changed something (see the module)."""
-        wanted, self.skipped_writes = self._gate_documents(writes)
+        wanted, self.skipped_writes = aspect_writes.gate_documents(writes, self._gms, self.label)
         plan = self._plan(wanted)
-        if plan.changed and not dry_run:
+        if plan.folded.changed and not dry_run:
             try:
                 self._execute(plan)
             finally:
                 self._forget()
-        return plan.changed
+        return plan.folded.changed
 
     def close(self) -> None:
         """Stop the server (unless it was lent) and release the SDK's connections."""
@@ -366,17 +366,6 @@ class McpCatalog:
             session.close()
         self._sdk.close()
         self._gms.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def incident_status(self, urns: Sequence[Urn]) -> dict[Urn, tuple[str, str | None, int]]:
         """How our incidents were triaged in DataHub (there is no MCP tool for incidents)."""
@@ -401,7 +390,7 @@ class McpCatalog:
         """Urns of one entity type from the ``search`` tool, page by page."""
         found: list[Urn] = []
         while True:
-            page = _mapping(
+            page = _object(
                 self._call(
                     "search",
                     {
@@ -411,11 +400,12 @@ class McpCatalog:
                         "offset": len(found),
                     },
                 ),
+                SERVER,
                 "search",
             )
-            urns = _result_urns(page.get("searchResults"))
+            urns = result_urns(page.get("searchResults"))
             found += urns
-            if not urns or len(found) >= _int(page.get("total")):
+            if not urns or len(found) >= as_int(page.get("total")):
                 return list(dict.fromkeys(found))
 
     def _prefetch(self, root: Urn, limits: WalkLimits) -> None:
@@ -426,7 +416,7 @@ class McpCatalog:
         walk itself fetches anything this misses, so the result never depends on it.
         """
         examined: set[Urn] = set()
-        roots = [root] if _entity_type(root) not in _NO_LINEAGE else []
+        roots = [root] if urn_type(root) not in NO_LINEAGE else []
         pending = [root]
         for _ in range(max(1, limits.max_hops)):
             if not pending or len(examined) >= limits.max_nodes:
@@ -445,7 +435,7 @@ class McpCatalog:
             roots = [u for u in pending if self._worth_discovering(u, examined)]
 
     def _worth_discovering(self, urn: Urn, examined: set[Urn]) -> bool:
-        if _entity_type(urn) in _NO_LINEAGE:
+        if urn_type(urn) in NO_LINEAGE:
             return False
         return any(e.upstream not in examined for e in self._sdk.upstream([urn]))
 
@@ -495,9 +485,9 @@ class McpCatalog:
         page = _upstreams(first)
         offset = 0
         for _ in range(cap + 1):  # every round reads at least one result or stops
-            results = _result_urns(page.get("searchResults"))
+            results = result_urns(page.get("searchResults"))
             urns += results
-            total = _int(page.get("total"))
+            total = as_int(page.get("total"))
             if page.get("truncatedDueToTokenBudget") and page.get("hasMore") and results:
                 offset += len(results)
             elif total > size and size < cap:
@@ -549,7 +539,7 @@ class McpCatalog:
         }
         if from_version is not None:
             arguments["from_version"] = from_version
-        answer = _mapping(self._call("get_aspect_history", arguments), "get_aspect_history")
+        answer = _object(self._call("get_aspect_history", arguments), SERVER, "get_aspect_history")
         return {
             str(pair.get("aspectName")): pair
             for pair in answer.get("results") or []
@@ -565,54 +555,33 @@ class McpCatalog:
         values: dict[str, ax.JsonObject] = {}
         for entity in self._gms.batch_get(entity_type, [item]):
             if entity.get("urn") == urn:
-                values.update(_values(entity, versions))
+                values.update(envelope_values(entity, versions))
         return values
 
     # --- writing -------------------------------------------------------------------------
 
-    def _gate_documents(self, writes: Sequence[Write]) -> tuple[list[Write], tuple[Write, ...]]:
-        documents = tuple(w for w in writes if isinstance(w, DocumentWrite))
-        if not documents or self._gms.supports_documents():
-            return list(writes), ()
-        log.warning(
-            "%s: DataHub %s has no Document entity (needs 1.4 or later); "
-            "skipped %d document write(s)",
-            self.label,
-            self._gms.version() or "(version unknown)",
-            len(documents),
-        )
-        return [w for w in writes if not isinstance(w, DocumentWrite)], documents
-
     def _plan(self, writes: Sequence[Write]) -> _Plan:
         """Fold ``writes`` into the current state, as Lite and the DataHub backend do."""
-        needs = [ax.write_target(w) for w in writes]
-        needs += [urn for w in writes for urn in ax.write_prerequisites(w)]
+        needs = aspect_writes.state_needs(writes)
         needs += [tag for w in writes for tag in _removed_definitions(w)]
-        plan = _Plan(before=self._sdk.write_state(needs))
+        folded = aspect_writes.fold(writes, self._sdk.write_state(needs), own=_own_aspects)
         labelled = [ax.write_target(w) for w in writes if isinstance(w, TagWrite | PropertyWrite)]
-        plan.absent = {urn for urn, node in self._sdk.nodes(labelled).items() if not node.exists}
-        state = {urn: dict(aspects) for urn, aspects in plan.before.items()}
-        for write in writes:
-            updates = ax.write_updates(write, state, own=_own_aspects)
-            for urn, name, value in updates:
-                state.setdefault(urn, {})[name] = value
-                plan.after[(urn, name)] = value
-            if updates:
-                plan.changed.append(write)
-                if isinstance(write, DocumentWrite):
-                    plan.documents[write.urn] = write
-        _check_writable(plan.after)  # a dry run refuses what the real one would
-        return plan
+        nodes = self._sdk.nodes(labelled)
+        absent = frozenset(urn for urn, node in nodes.items() if not node.exists)
+        aspect_writes.check_writable(folded.pending)  # a dry run refuses what the real one would
+        return _Plan(folded=folded, absent=absent)
 
     def _execute(self, plan: _Plan) -> None:
         """Send ``plan``: SDK aspects first (definitions the tools check for), then the tools."""
         by_sdk = {key: value for key, value in plan.after.items() if key[1] in _SDK_WRITTEN}
         tag_calls = self._tag_calls(plan, by_sdk)
         property_calls = self._property_calls(plan, by_sdk)
-        document_calls = [("save_document", _document_args(w)) for w in plan.documents.values()]
+        documents = plan.folded.documents().values()
+        document_calls = [("save_document", _document_args(w)) for w in documents]
         calls = [*tag_calls, *property_calls, *document_calls]
         self._require_tools({tool for tool, _ in calls})
-        self._emit(by_sdk, plan.before)
+        read = {(urn, name): plan.before.get(urn, {}).get(name) for urn, name in by_sdk}
+        aspect_writes.send(self._gms, self.label, by_sdk, read)
         # One at a time: GMS's tag and property mutations read, modify and write the aspect.
         for tool, arguments in calls:
             self._check_success(tool, self._call(tool, arguments))
@@ -682,17 +651,6 @@ class McpCatalog:
                 "use --catalog datahub:URL"
             )
 
-    def _emit(self, aspects: Mapping[tuple[Urn, str], ax.JsonObject], before: _State) -> None:
-        """Send through the SDK: tags and properties as patches from ``before``, the rest whole."""
-        if not aspects:
-            return
-        read = {(urn, name): before.get(urn, {}).get(name) for urn, name in aspects}
-        try:
-            mcps = proposals(aspects, read)
-        except CatalogError as exc:
-            raise CatalogError(f"{self.label}: {exc}") from exc
-        self._gms.emit(mcps)
-
     def _check_success(self, tool: str, answer: Any) -> None:
         """Tools that fail softly answer ``{"success": false, "message": ...}``."""
         if isinstance(answer, Mapping) and answer.get("success") is False:
@@ -729,11 +687,7 @@ def _refused(exc: CatalogError, url: str, tool: str) -> CatalogError | None:
     found = _REFUSED.search(str(exc))
     if found is None or isinstance(exc, CatalogUnavailable):
         return None
-    return CatalogError(
-        f"DataHub at {url} refused the token ({found.group(1)}) on {tool}: set "
-        "DATAHUB_GMS_TOKEN to a personal access token of a user who may read metadata "
-        "(and, for the write-back, edit tags, structured properties and incidents)"
-    )
+    return refused_token(url, int(found.group(1)), tool)
 
 
 def _lineage_args(root: Urn, hops: int, size: int, offset: int) -> dict[str, Any]:
@@ -747,7 +701,7 @@ def _lineage_args(root: Urn, hops: int, size: int, offset: int) -> dict[str, Any
 
 
 def _upstreams(answer: Any) -> Mapping[str, Any]:
-    upstreams = _mapping(answer, "get_lineage").get("upstreams")
+    upstreams = _object(answer, SERVER, "get_lineage").get("upstreams")
     return upstreams if isinstance(upstreams, Mapping) else {}
 
 
@@ -757,43 +711,25 @@ def _version_before(pair: Mapping[str, Any], as_of: int, *, with_current: bool) 
     entries: list[tuple[int, int | None]] = []
     current = pair.get("current")
     if with_current and isinstance(current, Mapping):
-        newest_row = _written(history[0]) if history else None
+        newest_row = written_at(history[0]) if history else None
         entries.append((0, _written_current(current, newest_row)))
-    entries += [(_int(h.get("version")), _written(h)) for h in history]
+    entries += [(as_int(h.get("version")), written_at(h)) for h in history]
     for version, written in entries:
         if written is not None and written < as_of:
             return version
     return None
 
 
-def _written(entry: Mapping[str, Any]) -> int | None:
-    """When a version was written: its audit stamp, else its ``lastObserved``."""
-    return _stamp(entry.get("auditStamp"), "time") or _stamp(
-        entry.get("systemMetadata"), "lastObserved"
-    )
-
-
 def _written_current(current: Mapping[str, Any], replaced: int | None) -> int | None:
-    stamp = _stamp(current.get("auditStamp"), "time")
-    if stamp is not None and (replaced is None or stamp > replaced):
-        return stamp
-    return _stamp(current.get("systemMetadata"), "lastObserved") or stamp
+    """When the current value was written: its stamp only if newer than the one it replaced.
 
-
-def _stamp(holder: object, key: str) -> int | None:
-    value = holder.get(key) if isinstance(holder, Mapping) else None
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
-
-
-def _values(entity: Mapping[str, Any], names: Iterable[str]) -> dict[str, ax.JsonObject]:
-    values: dict[str, ax.JsonObject] = {}
-    for name in names:
-        envelope = entity.get(name)
-        if isinstance(envelope, Mapping) and isinstance(envelope.get("value"), dict):
-            values[name] = envelope["value"]
-    return values
+    DataHub Lite keeps the first write's time on version 0, so an older stamp is stale and
+    ``lastObserved`` dates it instead.
+    """
+    stamped = stamp(current.get("auditStamp"), "time")
+    if stamped is not None and (replaced is None or stamped > replaced):
+        return stamped
+    return stamp(current.get("systemMetadata"), "lastObserved") or stamped
 
 
 def _own_aspects(write: Write, current: ax.Aspects) -> dict[str, ax.JsonObject]:
@@ -847,19 +783,6 @@ def _removed_definitions(write: Write) -> list[Urn]:
     return []
 
 
-def _check_writable(pending: Iterable[tuple[Urn, str]]) -> None:
-    """Refuse an aspect DataHub's entity registry does not give the entity's type.
-
-    As the DataHub backend does: GMS would refuse it, possibly after writing the rest.
-    """
-    for urn, name in pending:
-        entity_type = _entity_type(urn) or ""
-        if entity_type in ENTITY_TYPE_TO_ASPECT_NAMES and name not in _aspects_of(entity_type):
-            raise CatalogError(
-                f"cannot write {name} on {urn}: DataHub has no such aspect on {entity_type}"
-            )
-
-
 def _defined(plan: _Plan, urn: Urn, aspect: str) -> bool:
     return aspect in plan.before.get(urn, {}) or (urn, aspect) in plan.after
 
@@ -877,36 +800,6 @@ def _properties(aspect: ax.JsonObject | None) -> dict[Urn, tuple[str | float, ..
         name if name.startswith("urn:li:") else ax.STRUCTURED_PROPERTY_PREFIX + name: values
         for name, values in ax.structured_properties(aspect).items()
     }
-
-
-def _aspects_of(entity_type: str) -> frozenset[str]:
-    return frozenset(ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type) or ())
-
-
-def _entity_type(urn: Urn) -> str | None:
-    try:
-        return str(SdkUrn.from_string(urn).entity_type)
-    except (InvalidUrnError, ValueError):
-        return None
-
-
-def _result_urns(results: object) -> list[Urn]:
-    urns: list[Urn] = []
-    for result in results if isinstance(results, list) else []:
-        entity = result.get("entity") if isinstance(result, Mapping) else None
-        if isinstance(entity, Mapping) and isinstance(entity.get("urn"), str):
-            urns.append(entity["urn"])
-    return urns
-
-
-def _mapping(value: object, tool: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise CatalogError(f"{SERVER} answered {tool} with {type(value).__name__}, not an object")
-    return value
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 __all__ = [

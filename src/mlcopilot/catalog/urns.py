@@ -1,0 +1,50 @@
+"""Urn facts the DataHub and MCP backends share: an urn's entity type and what that type holds.
+
+One copy, so both backends route, batch and refuse writes by the same reading of an urn.
+(:func:`mlcopilot.catalog.aspects.entity_type_of` is the domain's coarser reading: the
+:class:`~mlcopilot.model.EntityType` the walk cares about.)
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
+from datahub.metadata.urns import Urn as SdkUrn
+from datahub.utilities.urns.error import InvalidUrnError
+
+from mlcopilot.model import Urn
+
+NO_LINEAGE = frozenset({"mlFeatureTable"})
+"""Entity types DataHub's lineage index has nothing upstream of (a feature table's features
+are its members, not its lineage), so asking the index from one is a wasted request."""
+
+
+@lru_cache(maxsize=1 << 18)
+def urn_type(urn: Urn) -> str | None:
+    """The urn's entity type segment, or None for a string GMS could not parse as an urn.
+
+    Remembered: a scan asks it of every urn several times (fetch, walk, history), and the
+    SDK's parse is the costliest part of it.
+    """
+    try:
+        return str(SdkUrn.from_string(urn).entity_type)
+    except (InvalidUrnError, ValueError):
+        return None
+
+
+def registry_aspects(entity_type: str) -> frozenset[str] | None:
+    """The aspects DataHub's entity registry gives ``entity_type``; None for a type it lacks."""
+    names = ENTITY_TYPE_TO_ASPECT_NAMES.get(entity_type)
+    return None if names is None else _frozen(entity_type)
+
+
+@lru_cache(maxsize=128)
+def _frozen(entity_type: str) -> frozenset[str]:
+    return frozenset(ENTITY_TYPE_TO_ASPECT_NAMES[entity_type])
+
+
+def aspects_among(entity_type: str, wanted: tuple[str, ...]) -> list[str]:
+    """The names of ``wanted`` that ``entity_type`` has, in ``wanted``'s order (none if unknown)."""
+    names = registry_aspects(entity_type) or frozenset()
+    return [name for name in wanted if name in names]
