@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mlcopilot import redact
 from mlcopilot.catalog.loader import load_metadata_files
-from mlcopilot.checks import describe_checks, load_checks
+from mlcopilot.checks import describe_checks
 from mlcopilot.clock import OffsetClock
 from mlcopilot.delivery import hand_change_request, scan_delivery
 from mlcopilot.delivery import relay as build_relay
@@ -42,9 +43,10 @@ from mlcopilot.relay import RelayReport
 from mlcopilot.report import render_incidents_json, render_json, render_markdown, render_outbox_json
 from mlcopilot.scan import Progress as ScanProgress
 from mlcopilot.scan import ScanOptions, ScanResult, accept_baselines, scan
+from mlcopilot.settings import Settings, load_settings
 from mlcopilot.sinks.config import NotifySettings
 from mlcopilot.terminal import print_incidents, print_outbox, print_relay, print_scan, print_writes
-from mlcopilot.wiring import Environment, open_catalog, open_lite, open_state
+from mlcopilot.wiring import configured_checks, open_catalog, open_lite, open_state
 from mlcopilot.wording import count
 
 app = typer.Typer(
@@ -138,17 +140,38 @@ StateOption = Annotated[
 ]
 
 
-def _catalog_spec(env: Environment, catalog: str | None) -> str:
-    return catalog or env.catalog or env.default_catalog
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="TOML configuration file (default $MLCOPILOT_CONFIG, else "
+        "$MLCOPILOT_HOME/config.toml when present).",
+        show_default=False,
+    ),
+]
+
+
+_config_file: list[Path | None] = [None]
+"""``--config`` of this invocation (set by the callback, read by :func:`_settings`)."""
+
+
+@app.callback()
+def main_options(config: ConfigOption = None) -> None:
+    """Options every command takes (the help text is the app's)."""
+    # Read by each command, not here, so `config init` works even beside a broken file.
+    _config_file[0] = config
+
+
+def _settings(catalog: str | None = None, state_url: str | None = None) -> Settings:
+    """The settings for this command: ``--config`` (or its defaults) and the flags given."""
+    return load_settings(_config_file[0], catalog=catalog, state_url=state_url)
 
 
 @contextmanager
-def _opened(
-    env: Environment, catalog: str | None, state_url: str | None
-) -> Iterator[tuple[Catalog, StateStore]]:
-    cat = open_catalog(_catalog_spec(env, catalog))
+def _opened(settings: Settings) -> Iterator[tuple[Catalog, StateStore]]:
+    cat = open_catalog(settings.catalog_spec, settings)
     try:
-        store = open_state(env, state_url)
+        store = open_state(settings)
         try:
             yield cat, store
         finally:
@@ -181,9 +204,9 @@ def catalog_load(
 
     from mlcopilot.catalog.loader import check_files
 
-    env = Environment.from_env()
+    settings = _settings(catalog=catalog)
     check_files(files)  # a missing file must not leave an empty catalog behind
-    lite = open_lite(_catalog_spec(env, catalog))
+    lite = open_lite(settings.catalog_spec)
 
     def stop(signum: int, frame: object) -> None:
         # Unwind like Ctrl-C: the load's transaction rolls back and the catalog stays as it was.
@@ -277,17 +300,17 @@ def scan_command(
     ] = True,
 ) -> None:
     """Walk every model's upstream lineage, check each node, track incidents and notify."""
-    env = Environment.from_env()
-    settings = NotifySettings.from_env(os.environ)
+    settings = _settings(catalog, state_url)
+    notify = NotifySettings.from_settings(settings)
     options = ScanOptions(
         now=parse_now(now),
         models=tuple(model or ()),
         dry_run=dry_run,
         limits=WalkLimits(max_hops=max_hops, max_nodes=max_nodes),
     )
-    checks = load_checks()
-    with _opened(env, catalog, state_url) as (cat, store), _progress() as progress:
-        delivery = scan_delivery(settings, cat, OffsetClock(options.now), deliver=deliver)
+    checks = configured_checks(settings)
+    with _opened(settings) as (cat, store), _progress() as progress:
+        delivery = scan_delivery(notify, cat, OffsetClock(options.now), deliver=deliver)
         result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
     for report in result.models:
         for error in report.errors:
@@ -368,8 +391,7 @@ def incidents_list(
     state_url: StateOption = None,
 ) -> None:
     """List incidents (open and acknowledged ones by default)."""
-    env = Environment.from_env()
-    store = open_state(env, state_url)
+    store = open_state(_settings(state_url=state_url))
     try:
         incidents = store.incidents(model=model, include_resolved=state is not StateFilter.open)
     finally:
@@ -400,9 +422,9 @@ def incidents_ack(
     state_url: StateOption = None,
 ) -> None:
     """Acknowledge an incident: someone is on it."""
-    env = Environment.from_env()
-    settings = NotifySettings.from_env(os.environ)
-    store = open_state(env, state_url)
+    config = _settings(state_url=state_url)
+    settings = NotifySettings.from_settings(config)
+    store = open_state(config)
     try:
         now = datetime.now(UTC)
         current = store.get(incident_id)
@@ -427,9 +449,9 @@ def incidents_resolve(
     state_url: StateOption = None,
 ) -> None:
     """Resolve an incident by hand and update the catalog (reopens if the risk is still there)."""
-    env = Environment.from_env()
-    settings = NotifySettings.from_env(os.environ)
-    with _opened(env, catalog, state_url) as (cat, store):
+    config = _settings(catalog, state_url)
+    settings = NotifySettings.from_settings(config)
+    with _opened(config) as (cat, store):
         now = datetime.now(UTC)
         current = store.get(incident_id)
         request = None
@@ -470,8 +492,7 @@ def outbox_list(
     state_url: StateOption = None,
 ) -> None:
     """List outbox rows: what is waiting to reach DataHub, GitHub and Slack, and what died."""
-    env = Environment.from_env()
-    store = open_state(env, state_url)
+    store = open_state(_settings(state_url=state_url))
     try:
         statuses: list[OutboxStatus] | None
         if status is OutboxFilter.all:
@@ -516,9 +537,9 @@ def outbox_deliver(catalog: CatalogOption = None, state_url: StateOption = None)
 def _deliver(
     catalog: str | None, state_url: str | None, *, retry_ids: list[int] | None, retry: bool
 ) -> None:
-    env = Environment.from_env()
-    settings = NotifySettings.from_env(os.environ)
-    with _opened(env, catalog, state_url) as (cat, store):
+    config = _settings(catalog, state_url)
+    settings = NotifySettings.from_settings(config)
+    with _opened(config) as (cat, store):
         now = datetime.now(UTC)
         if retry:
             retried = store.retry_outbox(retry_ids, now=now)
@@ -546,8 +567,7 @@ def baseline_accept(
     state_url: StateOption = None,
 ) -> None:
     """Accept the current upstream schemas as the model's baseline (ends reported drift)."""
-    env = Environment.from_env()
-    with _opened(env, catalog, state_url) as (cat, store):
+    with _opened(_settings(catalog, state_url)) as (cat, store):
         accepted = accept_baselines(cat, store, model, now=datetime.now(UTC))
     out.print(
         f"Accepted the current schema of {count(len(accepted), 'upstream dataset')} for "
@@ -576,7 +596,8 @@ def datahub_setup(
     from mlcopilot.catalog.datahub import DataHubCatalog
     from mlcopilot.setup_datahub import setup_datahub
 
-    with DataHubCatalog.from_settings(settings_from_spec(_datahub_location(catalog))) as target:
+    location = _datahub_location(catalog)
+    with DataHubCatalog.from_settings(settings_from_spec(location, _settings())) as target:
         result = setup_datahub(target, dry_run=dry_run)
     verb = "would create" if dry_run else "created"
     out.print(
@@ -593,7 +614,7 @@ def doctor_command(catalog: DataHubOption = "datahub:") -> None:
     from mlcopilot.doctor import run_doctor
 
     kind = "mcp" if catalog.startswith("mcp:") else "datahub"
-    checks = run_doctor(f"{kind}:{_datahub_location(catalog)}")
+    checks = run_doctor(f"{kind}:{_datahub_location(catalog)}", config=_settings())
     for check in checks:
         mark = (
             "[green]pass[/]"
@@ -610,6 +631,66 @@ def _datahub_location(spec: str) -> str:
     if kind not in {"datahub", "mcp"}:
         raise UsageError(f"--catalog {spec!r}: expected datahub:URL, datahub: or mcp:URL")
     return location
+
+
+config_app = typer.Typer(help="See and start mlcopilot's configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+class ConfigFormat(StrEnum):
+    """Formats of ``config show``."""
+
+    text = "text"
+    json = "json"
+
+
+@config_app.command("show")
+@handle_errors
+def config_show(
+    output_format: Annotated[ConfigFormat, typer.Option("--format")] = ConfigFormat.text,
+    catalog: CatalogOption = None,
+    state_url: StateOption = None,
+) -> None:
+    """Print every effective setting, its value and its source (secrets redacted)."""
+    from mlcopilot.settings_doc import effective_rows, render_json, render_text
+
+    rows = effective_rows(_settings(catalog, state_url), _check_models())
+    render = render_json if output_format is ConfigFormat.json else render_text
+    sys.stdout.write(render(rows))
+
+
+@config_app.command("init")
+@handle_errors
+def config_init(
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="Where to write it (default: print it). Never overwritten."),
+    ] = None,
+) -> None:
+    """Write a commented starting configuration file (every key at its default)."""
+    from mlcopilot.settings_doc import starting_file
+
+    text = starting_file(_check_models())
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("x", encoding="utf-8") as file:  # "x": never overwrite
+            file.write(text)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists; not overwriting it") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror}") from None
+    err.print(f"Wrote {path}; uncomment what you change, then `mlcopilot config show`.")
+
+
+def _check_models() -> dict[str, type[BaseModel]]:
+    """Each available check's config model, from the registry when it offers them."""
+    import mlcopilot.checks as registry
+
+    models = getattr(registry, "check_config_models", None)
+    return dict(models()) if callable(models) else {}
 
 
 @app.command("checks")
@@ -632,8 +713,10 @@ def demo_command(
     """Run the end-to-end demo on a fresh embedded DataHub catalog (no server needed)."""
     from mlcopilot.demo import run_demo
 
-    env = Environment.from_env()
-    run_demo(home or env.home / "demo", out)
+    settings = _settings()
+    run_demo(
+        home or settings.home_path / "demo", out, notify=NotifySettings.from_settings(settings)
+    )
 
 
 def main() -> None:

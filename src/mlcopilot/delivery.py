@@ -17,7 +17,7 @@ from mlcopilot.checks import available_infos
 from mlcopilot.clock import Clock
 from mlcopilot.outbox import NotifyRequest, Sink
 from mlcopilot.protocols import Catalog, StateStore
-from mlcopilot.relay import Relay, env_failpoint
+from mlcopilot.relay import FAILPOINT_ENV, Failpoint, Relay, env_failpoint
 from mlcopilot.scan import Delivery
 from mlcopilot.sinks.config import NotifySettings
 from mlcopilot.sinks.datahub import DataHubSink, IncidentStatusReader, encode_writes
@@ -63,7 +63,7 @@ def scan_delivery(
         policy=settings.policy,
         ack_sources=sources,
         clock=clock,
-        failpoint=env_failpoint(environ),
+        failpoint=_failpoint(settings, environ),
         deliver=deliver,
     )
 
@@ -79,7 +79,13 @@ def relay(
     """A relay over every configured sink, DataHub's write-back included."""
     datahub = DataHubSink(catalog)
     sinks: list[Sink] = [datahub, *notification_sinks(settings, clock)]
-    return Relay(store, sinks, clock=clock, failpoint=env_failpoint(environ)), datahub
+    return Relay(store, sinks, clock=clock, failpoint=_failpoint(settings, environ)), datahub
+
+
+def _failpoint(settings: NotifySettings, environ: Mapping[str, str] | None) -> Failpoint:
+    # The crash tests' failpoints come from the settings (MLCOPILOT_FAILPOINT) unless a test
+    # hands its own environment.
+    return env_failpoint(environ if environ is not None else {FAILPOINT_ENV: settings.failpoint})
 
 
 def hand_change_request(

@@ -52,13 +52,18 @@ SCAN_TIMES = (
 )
 
 
-def run_demo(home: Path, console: Console, environ: Mapping[str, str] | None = None) -> None:
+def run_demo(
+    home: Path,
+    console: Console,
+    environ: Mapping[str, str] | None = None,
+    notify: NotifySettings | None = None,
+) -> None:
     """Run the demo in ``home`` (its catalog and state are recreated from scratch)."""
     home.mkdir(parents=True, exist_ok=True)
     catalog_path = home / "catalog.db"
     for stale in (catalog_path, home / "state.db"):
         stale.unlink(missing_ok=True)
-    settings = NotifySettings.from_env(os.environ if environ is None else environ)
+    settings = notify or NotifySettings.from_env(os.environ if environ is None else environ)
     notifications = _Notifications(settings, home / "notifications", console)
     catalog = open_lite_catalog(catalog_path, create=True)
     store = open_store(default_state_url(home))

@@ -16,6 +16,7 @@ from mlcopilot.catalog.connection import DataHubSettings, settings_from_spec
 from mlcopilot.catalog.datahub import DataHubCatalog, Definition
 from mlcopilot.catalog.mcp import McpCatalog
 from mlcopilot.errors import CatalogError, ConfigError
+from mlcopilot.settings import Settings
 from mlcopilot.setup_datahub import definitions
 
 DOCTOR_TIMEOUT = 10.0
@@ -47,6 +48,7 @@ def run_doctor(
     *,
     timeout: float = DOCTOR_TIMEOUT,
     expected: Sequence[Definition] | None = None,
+    config: Settings | None = None,
 ) -> list[DoctorCheck]:
     """Check a DataHub for mlcopilot: settings, reachability, version, token, privileges, setup.
 
@@ -54,12 +56,13 @@ def run_doctor(
         target: ``datahub:URL`` / ``datahub:`` (as ``--catalog`` takes it), or settings.
         timeout: Seconds per request (no retries: a doctor reports, it does not insist).
         expected: The definitions setup creates (default: all of mlcopilot's).
+        config: mlcopilot's settings, for ``datahub:`` alone and the token (None: read now).
 
     Returns:
         The checks in order; never raises for anything about the server.
     """
     try:
-        settings = _settings(target)
+        settings = _settings(target, config)
     except ConfigError as exc:
         return [DoctorCheck("settings", False, str(exc))]
     checks = [_settings_check(settings)]
@@ -111,13 +114,13 @@ def _mcp_server(settings: DataHubSettings) -> DoctorCheck:
     return DoctorCheck("mcp server", True, f"mcp-server-datahub offers all {len(MCP_TOOLS)} tools")
 
 
-def _settings(target: str | DataHubSettings) -> DataHubSettings:
+def _settings(target: str | DataHubSettings, config: Settings | None) -> DataHubSettings:
     if isinstance(target, DataHubSettings):
         return target
     kind, sep, location = target.partition(":")
     if kind not in {"datahub", "mcp"} or not sep:
         raise ConfigError(f"{target!r}: the doctor checks datahub:URL or mcp:URL")
-    return settings_from_spec(location)
+    return settings_from_spec(location, config)
 
 
 def _settings_check(settings: DataHubSettings) -> DoctorCheck:

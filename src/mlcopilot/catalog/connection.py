@@ -1,11 +1,12 @@
 """Where a DataHub server is and how to authenticate to it, read as DataHub's own CLI reads it.
 
-``datahub:`` alone takes everything from the environment (``DATAHUB_GMS_URL``, or
-``DATAHUB_GMS_HOST``/``PORT``/``PROTOCOL``, and ``DATAHUB_GMS_TOKEN``) or from
-``~/.datahubenv``, through acryl-datahub's own loader, so mlcopilot and the ``datahub`` CLI
-always agree. ``datahub:URL`` names the server; the token still comes from
-``DATAHUB_GMS_TOKEN``, or from ``~/.datahubenv`` when that file is about the same server (a
-token is never sent to a server it was not configured for).
+``datahub:`` alone takes the server from mlcopilot's settings (``DATAHUB_GMS_URL``, or
+``[datahub] gms_url`` in the configuration file) and the token from ``DATAHUB_GMS_TOKEN`` (or
+``DATAHUB_GMS_TOKEN_FILE``); when they name no server, from ``~/.datahubenv`` (or
+``DATAHUB_GMS_HOST``/``PORT``/``PROTOCOL``) through acryl-datahub's own loader, so mlcopilot
+and the ``datahub`` CLI always agree. ``datahub:URL`` names the server; the token still comes
+from the settings, or from ``~/.datahubenv`` when that file is about the same server (a token
+is never sent to a server it was not configured for).
 
 The token is kept out of ``repr`` and every message; it is only ever put in the
 ``Authorization`` header by the SDK.
@@ -17,10 +18,11 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from datahub.cli import config_utils
-from datahub.configuration.env_vars import get_gms_token
+from datahub.ingestion.auth.env import build_auth_config_from_env
 from datahub.ingestion.graph.config import DatahubClientConfig
 
 from mlcopilot.errors import ConfigError
+from mlcopilot.settings import Settings, load_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,35 +49,53 @@ class DataHubSettings:
         return DatahubClientConfig(server=self.server, token=self.token, auth=self.auth, **options)
 
 
-def settings_from_spec(location: str) -> DataHubSettings:
+def settings_from_spec(location: str, settings: Settings | None = None) -> DataHubSettings:
     """The settings for ``--catalog datahub:LOCATION``.
 
     Args:
-        location: What follows ``datahub:``; empty means "as DataHub's CLI is configured".
+        location: What follows ``datahub:``; empty means ``datahub.gms_url``
+            (``DATAHUB_GMS_URL`` or the configuration file), else "as DataHub's CLI is
+            configured" (``~/.datahubenv``, through acryl-datahub's own loader).
+        settings: mlcopilot's settings; None reads them (environment and file) now.
 
     Raises:
         ConfigError: when no server is configured, the URL is not http(s), or
             ``~/.datahubenv`` cannot be read.
     """
-    if not location.strip():
-        return settings_from_environment()
-    server = normalize_url(location)
-    token = get_gms_token() or _datahubenv_token_for(server)
-    return DataHubSettings(server=server, token=token or None, source="--catalog")
+    settings = settings if settings is not None else load_settings()
+    section = settings.datahub
+    token = section.token.get_secret_value() if section.token is not None else None
+    if location.strip():
+        server, source = normalize_url(location), "--catalog"
+    elif section.gms_url:
+        server, source = normalize_url(section.gms_url), settings.name_of("datahub.gms_url")
+        # DATAHUB_AUTH_TYPE (OAuth token providers) is DataHub's own; its SDK reads it.
+        auth = build_auth_config_from_env()
+        if auth is not None:
+            return DataHubSettings(server=server, source=source, auth=auth)
+    else:
+        return settings_from_datahubenv()
+    return DataHubSettings(
+        server=server, token=token or _datahubenv_token_for(server), source=source
+    )
 
 
-def settings_from_environment() -> DataHubSettings:
-    """The server and token DataHub's CLI would use: environment first, then ``~/.datahubenv``.
+def settings_from_datahubenv() -> DataHubSettings:
+    """The server and token DataHub's CLI would use when mlcopilot's settings name none.
+
+    acryl-datahub's own loader reads ``~/.datahubenv`` (and DataHub's other variables:
+    ``DATAHUB_GMS_HOST``/``PORT``, ``DATAHUB_AUTH_TYPE``), so mlcopilot and the ``datahub``
+    CLI always agree.
 
     Raises:
-        ConfigError: when neither configures a server, or ``~/.datahubenv`` is malformed.
+        ConfigError: when nothing configures a server, or ``~/.datahubenv`` is malformed.
     """
     from_env = config_utils.get_url_from_env() is not None
     config = _load_client_config()
     return DataHubSettings(
         server=normalize_url(config.server),
         token=config.token or None,
-        source="DATAHUB_GMS_URL" if from_env else config_utils.CONDENSED_DATAHUB_CONFIG_PATH,
+        source="DATAHUB_GMS_HOST" if from_env else config_utils.CONDENSED_DATAHUB_CONFIG_PATH,
         auth=config.auth,
     )
 

@@ -1,19 +1,10 @@
-"""Notification settings from the environment: GitHub, Slack, DataHub links and timing.
+"""Notification settings, checked and assembled from :class:`~mlcopilot.settings.Settings`.
 
-Secrets come only from environment variables or files named by ``*_FILE`` variables (Docker
-and Kubernetes secrets), never from flags (visible in ``ps``). They are typed ``SecretStr``,
-registered with the redactor as soon as they are read, and no error message ever repeats one.
-
-=============================  ===============================================================
-``GITHUB_TOKEN[_FILE]``        fine-grained token, Issues: read and write on one repository
-``MLCOPILOT_GITHUB_REPO``      ``owner/name``; GitHub notifications are on when this is set
-``MLCOPILOT_GITHUB_API_URL``   GitHub Enterprise Server: ``https://HOST/api/v3``
-``MLCOPILOT_GITHUB_ALLOWED_HOSTS``  comma-separated GHES hosts the API URL may name
-``SLACK_BOT_TOKEN[_FILE]``     bot token (``chat:write``); with ``MLCOPILOT_SLACK_CHANNEL``
-``SLACK_WEBHOOK_URL[_FILE]``   incoming webhook (no threads, no edits) for teams without a bot
-``MLCOPILOT_DATAHUB_URL``      DataHub UI base URL, for links in notifications
-``MLCOPILOT_GROUP_WAIT`` …     ``GROUP_INTERVAL``, ``REPEAT_INTERVAL``: ``30s``, ``5m``, ``4h``
-=============================  ===============================================================
+The settings object reads the environment and the configuration file (secrets only from the
+environment or ``*_FILE`` files); this module checks what the sinks need together (a
+repository needs a token, a bot needs a channel, every URL is on its allowlist) and builds the
+typed settings the GitHub and Slack sinks and the policy take. Messages name the key's source
+(its variable, or the file and line), never a secret's value.
 """
 
 from __future__ import annotations
@@ -21,20 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from mlcopilot import redact
 from mlcopilot.errors import ConfigError
 from mlcopilot.outbox import NotifyPolicy, SinkName
+from mlcopilot.settings import Settings, load_settings
 from mlcopilot.sinks.urls import GITHUB_API, SLACK_API, SLACK_WEBHOOK, check_url
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _CHANNEL = re.compile(r"^[#@]?[A-Za-z0-9_.-]{1,80}$")
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class _Secretive(BaseModel):
@@ -91,6 +78,8 @@ class NotifySettings:
     datahub_url: str | None = None
     policy: NotifyPolicy = field(default_factory=NotifyPolicy)
     allow_local: bool = False
+    failpoint: str = ""
+    """Crash-test failpoints (``MLCOPILOT_FAILPOINT``); empty in production."""
 
     @property
     def sinks(self) -> tuple[SinkName, ...]:
@@ -103,136 +92,108 @@ class NotifySettings:
         return tuple(found)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> NotifySettings:
-        """Read the settings; raise ConfigError (naming the variable, never its value)."""
-        allow_local = _flag(environ, "MLCOPILOT_ALLOW_LOCAL_SINKS")
-        defaults = NotifyPolicy()
+    def from_settings(cls, settings: Settings) -> NotifySettings:
+        """Check and assemble the settings; ConfigError names the key's source, never a value."""
+        notify = settings.notify
         policy = NotifyPolicy(
-            group_wait=_duration(environ, "MLCOPILOT_GROUP_WAIT", defaults.group_wait),
-            group_interval=_duration(environ, "MLCOPILOT_GROUP_INTERVAL", defaults.group_interval),
-            repeat_interval=_repeat(environ),
+            group_wait=notify.group_wait,
+            group_interval=notify.group_interval,
+            repeat_interval=notify.repeat_interval,
         )
-        datahub_url = environ.get("MLCOPILOT_DATAHUB_URL") or None
+        datahub_url = settings.datahub.ui_url or None
         if datahub_url is not None:
             scheme = datahub_url.split(":", 1)[0]
             if scheme not in ("https", "http") or "@" in datahub_url:
-                raise ConfigError("MLCOPILOT_DATAHUB_URL must be an http(s) URL without user@")
+                raise ConfigError(
+                    f"{settings.name_of('datahub.ui_url')} must be an http(s) URL without user@"
+                )
         return cls(
-            github=_github(environ, allow_local),
-            slack=_slack(environ, allow_local),
+            github=_github(settings),
+            slack=_slack(settings),
             datahub_url=datahub_url,
             policy=policy,
-            allow_local=allow_local,
+            allow_local=notify.allow_local_sinks,
+            failpoint=notify.failpoint,
         )
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> NotifySettings:
+        """The settings from ``environ`` (and the configuration file it names, if any)."""
+        return cls.from_settings(load_settings(environ=environ))
 
-def _github(environ: Mapping[str, str], allow_local: bool) -> GitHubSettings | None:
-    repo = environ.get("MLCOPILOT_GITHUB_REPO") or None
-    token = _secret(environ, "GITHUB_TOKEN")
-    if repo is None:
+
+def _github(settings: Settings) -> GitHubSettings | None:
+    section = settings.github
+    if section.repo is None:
         return None  # GITHUB_TOKEN alone is common in CI for other uses: not a request
-    if not _REPO.fullmatch(repo):
-        raise ConfigError("MLCOPILOT_GITHUB_REPO must be owner/name")
-    if token is None:
+    if not _REPO.fullmatch(section.repo):
+        raise ConfigError(f"{settings.name_of('github.repo')} must be owner/name")
+    if section.token is None:
         raise ConfigError(
-            "MLCOPILOT_GITHUB_REPO is set but no token: set GITHUB_TOKEN or GITHUB_TOKEN_FILE"
+            f"{settings.name_of('github.repo')} is set but no token: set GITHUB_TOKEN or "
+            "GITHUB_TOKEN_FILE"
         )
-    hosts = [
-        h.strip().lower()
-        for h in environ.get("MLCOPILOT_GITHUB_ALLOWED_HOSTS", "").split(",")
-        if h.strip()
-    ]
-    api_url = environ.get("MLCOPILOT_GITHUB_API_URL") or "https://api.github.com"
-    allowed = [GITHUB_API, *((h, "/api/v3") for h in hosts)]
+    allowed = [GITHUB_API, *((h, "/api/v3") for h in section.allowed_hosts)]
     api_url = check_url(
-        api_url, what="MLCOPILOT_GITHUB_API_URL", allowed=allowed, allow_local=allow_local
+        section.api_url,
+        what=settings.name_of("github.api_url"),
+        allowed=allowed,
+        allow_local=settings.notify.allow_local_sinks,
     )
     return GitHubSettings(
-        repo=repo,
-        token=SecretStr(token),
+        repo=section.repo,
+        token=section.token,
         api_url=api_url,
-        bot_login=environ.get("MLCOPILOT_GITHUB_BOT_LOGIN") or None,
-        write_spacing_s=_spacing(environ, allow_local, 1.0),
+        label=section.label,
+        ack_label=section.ack_label,
+        bot_login=section.bot_login or None,
+        write_spacing_s=_spacing(settings, 1.0),
     )
 
 
-def _slack(environ: Mapping[str, str], allow_local: bool) -> SlackSettings | None:
-    token = _secret(environ, "SLACK_BOT_TOKEN")
-    webhook = _secret(environ, "SLACK_WEBHOOK_URL")
-    channel = environ.get("MLCOPILOT_SLACK_CHANNEL") or None
+def _slack(settings: Settings) -> SlackSettings | None:
+    section = settings.slack
+    allow_local = settings.notify.allow_local_sinks
+    token, webhook, channel = section.bot_token, section.webhook_url, section.channel or None
     if token is None and webhook is None:
         return None
-    api_url = environ.get("MLCOPILOT_SLACK_API_URL") or "https://slack.com/api/"
     api_url = check_url(
-        api_url, what="MLCOPILOT_SLACK_API_URL", allowed=[SLACK_API], allow_local=allow_local
+        section.api_url,
+        what=settings.name_of("slack.api_url"),
+        allowed=[SLACK_API],
+        allow_local=allow_local,
     )
     if token is not None:
         if channel is None or not _CHANNEL.fullmatch(channel):
             raise ConfigError(
-                "SLACK_BOT_TOKEN is set: set MLCOPILOT_SLACK_CHANNEL to a channel id or #name"
+                f"{settings.name_of('slack.bot_token')} is set: set "
+                f"{settings.name_of('slack.channel')} to a channel id or #name"
             )
         return SlackSettings(
             channel=channel,
-            bot_token=SecretStr(token),
+            bot_token=token,
             api_url=api_url,
-            reconcile=not _flag(environ, "MLCOPILOT_SLACK_NO_RECONCILE"),
-            post_spacing_s=_spacing(environ, allow_local, 1.1),
+            reconcile=section.reconcile,
+            post_spacing_s=_spacing(settings, 1.1),
         )
     assert webhook is not None
-    check_url(webhook, what="SLACK_WEBHOOK_URL", allowed=[SLACK_WEBHOOK], allow_local=allow_local)
+    check_url(
+        webhook.get_secret_value(),
+        what=settings.name_of("slack.webhook_url"),
+        allowed=[SLACK_WEBHOOK],
+        allow_local=allow_local,
+    )
     return SlackSettings(
-        webhook_url=SecretStr(webhook),
+        webhook_url=webhook,
         api_url=api_url,
         reconcile=False,
-        post_spacing_s=_spacing(environ, allow_local, 1.1),
+        post_spacing_s=_spacing(settings, 1.1),
     )
 
 
-def _spacing(environ: Mapping[str, str], allow_local: bool, default: float) -> float:
+def _spacing(settings: Settings, default: float) -> float:
     # Tests against local fakes may drop the spacing GitHub and Slack ask for; nothing else may.
-    raw = environ.get("MLCOPILOT_TEST_WRITE_SPACING")
-    if raw and allow_local:
-        return parse_duration(raw, "MLCOPILOT_TEST_WRITE_SPACING").total_seconds()
+    spacing = settings.notify.test_write_spacing
+    if spacing is not None and settings.notify.allow_local_sinks:
+        return spacing.total_seconds()
     return default
-
-
-def _secret(environ: Mapping[str, str], name: str) -> str | None:
-    value = environ.get(name) or None
-    path = environ.get(f"{name}_FILE") or None
-    if value is not None and path is not None:
-        raise ConfigError(f"both {name} and {name}_FILE are set: keep one")
-    if path is not None:
-        try:
-            value = Path(path).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"{name}_FILE: cannot read the secret file ({type(exc).__name__})"
-            ) from None
-        if not value:
-            raise ConfigError(f"{name}_FILE: the secret file is empty")
-    redact.register_secret(value)
-    return value
-
-
-def _flag(environ: Mapping[str, str], name: str) -> bool:
-    return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def parse_duration(text: str, what: str) -> timedelta:
-    """``30s``, ``5m``, ``4h``, ``1d`` or plain seconds, as a timedelta."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    if match is None:
-        raise ConfigError(f"{what}: {text!r} is not a duration (e.g. 30s, 5m, 4h)")
-    return timedelta(seconds=float(match[1]) * _UNITS[match[2] or "s"])
-
-
-def _duration(environ: Mapping[str, str], name: str, default: timedelta) -> timedelta:
-    raw = environ.get(name)
-    return default if not raw else parse_duration(raw, name)
-
-
-def _repeat(environ: Mapping[str, str]) -> timedelta | None:
-    raw = environ.get("MLCOPILOT_REPEAT_INTERVAL")
-    if raw and raw.strip().lower() in ("off", "never", "none"):
-        return None
-    return _duration(environ, "MLCOPILOT_REPEAT_INTERVAL", timedelta(hours=4))
