@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,3 +186,17 @@ def test_server_that_dies_later_is_reported_at_once(server: Any, tmp_path: Path)
     assert time.monotonic() - started < 5
     real.close()
     assert children() <= before
+
+
+def test_close_ends_the_server_and_the_portal_thread(server: Any, tmp_path: Path) -> None:
+    def portals() -> list[threading.Thread]:
+        # anyio names the thread of the event loop it starts "<backend>-portal-<id>".
+        return [t for t in threading.enumerate() if "-portal-" in t.name]
+
+    processes = children()
+    real = catalog(server, tmp_path)
+    assert real.models() == [MODEL]
+    assert len(portals()) == 1
+    real.close()
+    assert portals() == []
+    assert children() <= processes

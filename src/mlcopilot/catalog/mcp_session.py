@@ -1,11 +1,12 @@
 """``mcp-server-datahub`` over stdio, behind a synchronous, bounded facade.
 
 The official ``mcp`` client is asynchronous; the rest of mlcopilot is not. :class:`McpSession`
-runs the client in a background thread with its own event loop, started on first use. The
-server process lives inside one long-running task (the stdio transport and the client session
-are context managers that must be entered and left in the same task), so :meth:`close` asks
-that task to leave them, which closes the server's stdin, waits for it to exit and terminates
-it if it does not: no zombie processes.
+runs the client on an anyio blocking portal (an event loop in a thread of its own, started on
+first use) and calls into it from any thread. The server process lives inside one
+long-running task (the stdio transport and the client session are context managers that must
+be entered and left in the same task), so :meth:`close` asks that task to leave them, which
+closes the server's stdin, waits for it to exit and terminates it if it does not: no zombie
+processes.
 
 Every wait is bounded: the start-up (the server retries GMS's ``/config`` for about 30 s
 before it gives up and exits), each tool call, and the shutdown. Whatever goes wrong becomes
@@ -16,17 +17,19 @@ an error — with the server's last log line when that says why, and never the t
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import json
 import logging
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, suppress
 from typing import Any, TextIO, TypeVar, cast
 
 import anyio
+from anyio.abc import TaskStatus
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
@@ -90,10 +93,10 @@ class McpSession:
         self._call_timeout = call_timeout
         self._concurrency = max(1, concurrency)
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
+        self._portal: BlockingPortal | None = None
         self._serving: concurrent.futures.Future[None] | None = None
-        self._stop: asyncio.Event | None = None
+        self._stop: anyio.Event | None = None
         self._session: ClientSession | None = None
         self._tools: frozenset[str] = frozenset()
         self._failure: CatalogError | None = None
@@ -158,28 +161,35 @@ class McpSession:
         self.calls += len(calls)
 
         async def run_all() -> list[Any]:
-            gate = asyncio.Semaphore(self._concurrency)
+            gate = anyio.Semaphore(self._concurrency)
+            results: list[Any] = [None] * len(calls)
+            failures: list[Exception | None] = [None] * len(calls)
 
-            async def one(tool: str, arguments: Mapping[str, Any]) -> Any:
+            async def one(index: int, tool: str, arguments: Mapping[str, Any]) -> None:
                 async with gate:
-                    return await self._call(tool, dict(arguments), limit)
+                    try:
+                        results[index] = await self._call(tool, dict(arguments), limit)
+                    except Exception as exc:  # kept, so that every other call still finishes
+                        failures[index] = exc
 
-            results = await asyncio.gather(*(one(t, a) for t, a in calls), return_exceptions=True)
-            for result in results:
-                if isinstance(result, BaseException):
-                    raise result
-            return list(results)
+            async with anyio.create_task_group() as group:
+                for index, (tool, arguments) in enumerate(calls):
+                    group.start_soon(one, index, tool, arguments)
+            for failure in failures:
+                if failure is not None:
+                    raise failure
+            return results
 
         waves = -(-len(calls) // self._concurrency)
         return self._run(run_all, limit * waves + SHUTDOWN_GRACE)
 
     def close(self) -> None:
-        """Stop the server and the loop thread; safe to call more than once."""
+        """Stop the server and the portal's thread; safe to call more than once."""
         with self._lock:
             self._closed = True
             self._shutdown()
 
-    # --- the event loop thread -----------------------------------------------------------
+    # --- the portal ----------------------------------------------------------------------
 
     def _spawn(self) -> frozenset[str]:
         # Closed in _shutdown: it outlives this call, for the server's last words.
@@ -187,32 +197,26 @@ class McpSession:
             TextIO,
             tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"),  # noqa: SIM115
         )
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="mlcopilot-mcp", daemon=True)
-        thread.start()
-        self._loop, self._thread = loop, thread
-        ready: concurrent.futures.Future[frozenset[str]] = concurrent.futures.Future()
-        self._serving = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
-        waiting: list[concurrent.futures.Future[Any]] = [ready, self._serving]
-        done, _ = concurrent.futures.wait(
-            waiting,
-            timeout=self._startup_timeout + SHUTDOWN_GRACE,
-            return_when=concurrent.futures.FIRST_COMPLETED,
-        )
-        if ready in done and ready.exception() is None:
-            return ready.result()
-        failure = self._startup_failure(ready, self._serving)
-        self._shutdown()
-        raise failure
+        self._portal_cm = start_blocking_portal()
+        portal = self._portal = self._portal_cm.__enter__()
+        self._stop = portal.call(anyio.Event)
+        try:
+            # Returns once the task reports the tools: the start-up is bounded inside it.
+            self._serving, tools = portal.start_task(self._serve)
+        except Exception as exc:
+            failure = self._startup_failure(exc)
+            self._shutdown()
+            raise failure from exc
+        return cast(frozenset[str], tools)
 
-    async def _serve(self, ready: concurrent.futures.Future[frozenset[str]]) -> None:
+    async def _serve(self, *, task_status: TaskStatus[frozenset[str]]) -> None:
         """Own the server process: start it, hand out the session, wait for :meth:`close`."""
-        self._stop = asyncio.Event()
         params = StdioServerParameters(
             command=self._command[0], args=self._command[1:], env=self._env
         )
+        assert self._errlog is not None
+        assert self._stop is not None
         try:
-            assert self._errlog is not None
             async with (
                 stdio_client(params, errlog=self._errlog) as (read, write),
                 ClientSession(read, write) as session,
@@ -222,21 +226,17 @@ class McpSession:
                     await session.initialize()
                     listed = await session.list_tools()
                 self._session = session
-                ready.set_result(frozenset(tool.name for tool in listed.tools))
+                task_status.started(frozenset(tool.name for tool in listed.tools))
                 await self._stop.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-            raise
         finally:
             self._session = None
 
-    def _run(self, make: Callable[[], Coroutine[Any, Any, _T]], timeout: float) -> _T:
+    def _run(self, make: Callable[[], Awaitable[_T]], timeout: float) -> _T:
         """Run a coroutine in the session's loop and wait for it, at most ``timeout``."""
-        loop = self._loop
-        if loop is None or self._session is None:
+        portal = self._portal
+        if portal is None or self._session is None:
             raise self._exited()
-        future = asyncio.run_coroutine_threadsafe(make(), loop)
+        future = portal.start_task_soon(make)
         try:
             return future.result(timeout=timeout)
         except concurrent.futures.TimeoutError as exc:
@@ -275,14 +275,8 @@ class McpSession:
 
     # --- failures and shutdown -----------------------------------------------------------
 
-    def _startup_failure(
-        self,
-        ready: concurrent.futures.Future[frozenset[str]],
-        serving: concurrent.futures.Future[None],
-    ) -> CatalogUnavailable:
-        if not ready.done() and not serving.done():
-            return self._not_started()
-        exc = _root_cause(ready.exception() if ready.done() else serving.exception())
+    def _startup_failure(self, failure: BaseException) -> CatalogUnavailable:
+        exc = _root_cause(failure)
         if isinstance(exc, FileNotFoundError | PermissionError):
             return CatalogUnavailable(
                 f"cannot run {self._command[0]}: {exc.strerror or type(exc).__name__}"
@@ -314,26 +308,26 @@ class McpSession:
         return text if len(text) <= 300 else text[:297] + "..."
 
     def _shutdown(self) -> None:
-        loop, thread, serving = self._loop, self._thread, self._serving
-        self._loop = self._thread = self._serving = None
-        if loop is not None and serving is not None and not serving.done():
+        portal_cm, portal, serving = self._portal_cm, self._portal, self._serving
+        self._portal_cm = self._portal = self._serving = None
+        if portal is not None and serving is not None and not serving.done():
             stop = self._stop
             if stop is not None:
-                loop.call_soon_threadsafe(stop.set)
+                portal.call(stop.set)
             try:
                 serving.result(timeout=SHUTDOWN_GRACE)
             except concurrent.futures.TimeoutError:
                 # The client escalates to SIGTERM/SIGKILL itself; this only unblocks it.
                 serving.cancel()
                 concurrent.futures.wait([serving], timeout=SHUTDOWN_GRACE)
-            except BaseException as exc:  # the server failing as it stops is not news
-                log.debug("%s stopped with %s", self._label, type(exc).__name__)
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join(timeout=SHUTDOWN_GRACE)
-        if loop is not None and not loop.is_running():
-            loop.close()
+            except (Exception, concurrent.futures.CancelledError) as exc:
+                # The server failing as it stops is not news: we are stopping it.
+                log.info("%s stopped with %s", self._label, type(exc).__name__)
+        if portal is not None:
+            with suppress(RuntimeError):  # already stopped
+                portal.call(portal.stop, True)  # cancel what is left, then end the loop
+        if portal_cm is not None:
+            portal_cm.__exit__(None, None, None)  # joins the portal's thread
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
