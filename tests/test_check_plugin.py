@@ -11,6 +11,8 @@ title, wording and advice.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import os
 import re
@@ -19,6 +21,7 @@ import sqlite3
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,7 @@ import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import OwnerClass, OwnershipClass, OwnershipTypeClass
 
+from mlcopilot.model import CheckInfo
 from tests.builders import (
     dataset,
     dataset_urn,
@@ -323,3 +327,54 @@ def test_datahub_setup_creates_the_plugins_tag(mlcopilot: Mlcopilot, standin: An
     again = mlcopilot("datahub", "setup", "--catalog", f"datahub:{standin.url}", "--dry-run")
     assert again.code == 0, again.stderr
     assert "would create 0, already there 9" in again.stdout
+
+
+# --- the README's "Writing a check" is the example package's truth
+
+
+def _toml_blocks(markdown: str) -> list[dict[str, Any]]:
+    return [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", markdown, flags=re.S)]
+
+
+def _example_module() -> Any:
+    path = EXAMPLE / "src" / "mlcopilot_missing_owner" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("_example_missing_owner", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered while it runs: pydantic resolves the config's annotations through it.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+@pytest.mark.parametrize(
+    ("readme", "section"),
+    [(ROOT / "README.md", "\n## Writing a check\n"), (EXAMPLE / "README.md", "\n## Install\n")],
+    ids=["README", "example-README"],
+)
+def test_the_readmes_snippets_are_the_example_package(readme: Path, section: str) -> None:
+    text = readme.read_text(encoding="utf-8").split(section, 1)[1].split("\n## ", 1)[0]
+    if section == "\n## Install\n":  # the example's README configures it in the next section
+        text += readme.read_text(encoding="utf-8").split("\n## Configure\n", 1)[1]
+    blocks = _toml_blocks(text)
+    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text(encoding="utf-8"))
+    entry_points = project["project"]["entry-points"]
+    assert {"project": {"entry-points": entry_points}} in blocks
+    module = _example_module()
+    (target,) = entry_points["mlcopilot.checks"].values()
+    cls = getattr(module, target.partition(":")[2])
+    assert cls.name == cls.info.name == next(iter(entry_points["mlcopilot.checks"]))
+    (config,) = [b["checks"][cls.name] for b in blocks if "checks" in b]
+    config.pop("enabled", None)
+    cls.config_model.model_validate(config)
+    # Every field the main README names on CheckInfo is one.
+    if readme.name == "README.md" and readme.parent == ROOT:
+        named = set(re.findall(r"`(\w+)`", text.split("`info`", 1)[1].split("- `config_model`")[0]))
+        fields = {f.name for f in dataclasses.fields(CheckInfo)}
+        assert {"title", "tag", "tag_description", "why", "action", "folds_in", "docs"} <= named
+        assert named & fields == {n for n in named if n in fields}
+        assert fields <= named | {"name"}
