@@ -193,10 +193,10 @@ def test_close_ends_the_server_and_the_portal_thread(server: Any, tmp_path: Path
         # anyio names the thread of the event loop it starts "<backend>-portal-<id>".
         return [t for t in threading.enumerate() if "-portal-" in t.name]
 
-    processes = children()
+    processes, before = children(), set(portals())  # the shared test session's stays open
     real = catalog(server, tmp_path)
     assert real.models() == [MODEL]
-    assert len(portals()) == 1
+    assert len(set(portals()) - before) == 1
     real.close()
-    assert portals() == []
+    assert set(portals()) <= before
     assert children() <= processes
