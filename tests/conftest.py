@@ -25,6 +25,7 @@ def isolated_home(
     for name in (
         "MLCOPILOT_CATALOG",
         "MLCOPILOT_STATE_URL",
+        "MLCOPILOT_CONFIG",
         "DATAHUB_GMS_URL",
         "DATAHUB_GMS_TOKEN",
     ):

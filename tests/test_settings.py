@@ -361,3 +361,6 @@ def test_the_readme_example_configuration_loads(tmp_path: Path) -> None:
     from mlcopilot.wiring import configured_checks
 
     assert configured_checks(settings)  # each check accepts its section
+    # The table documents every key the settings have.
+    for key, _, _ in load_settings(environ={}).effective():
+        assert f"`{key}`" in section, key
