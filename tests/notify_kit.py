@@ -19,12 +19,12 @@ from typing import Any, ClassVar
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import builtin_infos
 from mlcopilot.config import PluginConfig
-from mlcopilot.delivery import scan_delivery
 from mlcopilot.model import CheckInfo, CheckOutcome, Node, Severity
+from mlcopilot.notify.delivery import scan_delivery
+from mlcopilot.notify.relay import RetryPolicy
+from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.protocols import CheckContext
-from mlcopilot.relay import RetryPolicy
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
-from mlcopilot.sinks.config import NotifySettings
 from mlcopilot.store import SqlStore, open_store
 from tests.builders import dataset, ds, ml_model, model_urn
 from tests.fakes.github import TOKEN as GH_TOKEN

@@ -12,8 +12,8 @@ from pydantic import SecretStr, ValidationError
 from mlcopilot import redact
 from mlcopilot.errors import ConfigError
 from mlcopilot.model import Severity
-from mlcopilot.sinks.config import GitHubSettings, NotifySettings
-from mlcopilot.sinks.urls import GITHUB_API, SLACK_WEBHOOK, check_url
+from mlcopilot.notify.sinks.config import GitHubSettings, NotifySettings
+from mlcopilot.notify.sinks.urls import GITHUB_API, SLACK_WEBHOOK, check_url
 from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack
 from tests.notify_kit import CUSTOMERS, World, world

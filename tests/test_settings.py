@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from mlcopilot.errors import ConfigError
+from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.settings import load_settings
-from mlcopilot.sinks.config import NotifySettings
 from tests.conftest import REPO
 
 TOKEN = "ghp_" + "Q" * 36
@@ -109,7 +109,7 @@ def test_notification_settings_come_from_the_file_and_the_environment(tmp_path: 
 
 def test_defaults_are_the_policy_defaults() -> None:
     # The settings layer sits below the outbox, so it restates NotifyPolicy's defaults.
-    from mlcopilot.outbox import NotifyPolicy
+    from mlcopilot.notify.codec import NotifyPolicy
 
     assert NotifySettings.from_settings(load_settings(environ={})).policy == NotifyPolicy()
 

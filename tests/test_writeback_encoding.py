@@ -29,7 +29,7 @@ from mlcopilot.model import (
     TagWrite,
     Write,
 )
-from mlcopilot.sinks.datahub import decode_writes, encode_writes
+from mlcopilot.notify.sinks.datahub import decode_writes, encode_writes
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY, plan_writeback
 
 T0 = datetime(2026, 11, 1, 8, 30, 15, 123456, tzinfo=UTC)

@@ -32,19 +32,19 @@ from mlcopilot import redact
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import describe_checks
 from mlcopilot.clock import OffsetClock
-from mlcopilot.delivery import hand_change_request, scan_delivery
-from mlcopilot.delivery import relay as build_relay
 from mlcopilot.errors import MlCopilotError, UsageError
 from mlcopilot.model import Incident, IncidentState, Severity
 from mlcopilot.names import short_name
-from mlcopilot.outbox import OutboxStatus
+from mlcopilot.notify.codec import OutboxStatus
+from mlcopilot.notify.delivery import hand_change_request, scan_delivery
+from mlcopilot.notify.delivery import relay as build_relay
+from mlcopilot.notify.relay import RelayReport
+from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.protocols import Catalog, StateStore, WalkLimits
-from mlcopilot.relay import RelayReport
 from mlcopilot.report import render_incidents_json, render_json, render_markdown, render_outbox_json
 from mlcopilot.scan import Progress as ScanProgress
 from mlcopilot.scan import ScanOptions, ScanResult, accept_baselines, scan
 from mlcopilot.settings import Settings, load_settings
-from mlcopilot.sinks.config import NotifySettings
 from mlcopilot.terminal import print_incidents, print_outbox, print_relay, print_scan, print_writes
 from mlcopilot.wiring import configured_checks, open_catalog, open_lite, open_state
 from mlcopilot.wording import count

@@ -30,14 +30,14 @@ from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
 from mlcopilot.clock import OffsetClock
-from mlcopilot.delivery import notification_sinks
 from mlcopilot.model import IncidentWrite
 from mlcopilot.names import short_name
-from mlcopilot.outbox import Sink
+from mlcopilot.notify.codec import Sink
+from mlcopilot.notify.delivery import notification_sinks
+from mlcopilot.notify.sinks.config import NotifySettings
+from mlcopilot.notify.sinks.preview import Preview, PreviewGitHub, PreviewSlack
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
-from mlcopilot.sinks.config import NotifySettings
-from mlcopilot.sinks.preview import Preview, PreviewGitHub, PreviewSlack
 from mlcopilot.store import default_state_url, open_store
 from mlcopilot.terminal import print_scan
 from mlcopilot.wording import count

@@ -28,7 +28,7 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
-from mlcopilot.outbox import (
+from mlcopilot.notify.codec import (
     NotifyRequest,
     OutboxItem,
     OutboxStatus,

@@ -13,7 +13,7 @@ from typing import Any
 
 from mlcopilot.model import Finding, Incident, ModelReport
 from mlcopilot.names import short_name
-from mlcopilot.outbox import OutboxItem
+from mlcopilot.notify.codec import OutboxItem
 from mlcopilot.redact import redact
 from mlcopilot.scan import ScanResult
 from mlcopilot.wording import count

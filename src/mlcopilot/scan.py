@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from mlcopilot.acks import AckReport, AckSource, read_back
 from mlcopilot.checks import infos_of
 from mlcopilot.clock import Clock, OffsetClock
 from mlcopilot.coverage import coverage_gaps
@@ -38,10 +37,11 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
-from mlcopilot.outbox import NotifyPolicy, NotifyRequest, PlannedRow, Sink
+from mlcopilot.notify.acks import AckReport, AckSource, read_back
+from mlcopilot.notify.codec import NotifyPolicy, NotifyRequest, PlannedRow, Sink
+from mlcopilot.notify.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
+from mlcopilot.notify.sinks.datahub import DataHubSink, encode_writes
 from mlcopilot.protocols import Catalog, Check, CheckContext, StateStore, WalkLimits
-from mlcopilot.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
-from mlcopilot.sinks.datahub import DataHubSink, encode_writes
 from mlcopilot.store import StoreConflict
 from mlcopilot.wording import count
 from mlcopilot.writeback import plan_writeback

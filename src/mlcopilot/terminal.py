@@ -19,11 +19,11 @@ from mlcopilot.model import (
     Write,
 )
 from mlcopilot.names import short_name
-from mlcopilot.outbox import OutboxItem, PlannedRow, decode_notification
+from mlcopilot.notify.codec import OutboxItem, PlannedRow, decode_notification
+from mlcopilot.notify.relay import RelayReport
+from mlcopilot.notify.sinks.content import headline
 from mlcopilot.redact import redact
-from mlcopilot.relay import RelayReport
 from mlcopilot.scan import ScanResult
-from mlcopilot.sinks.content import headline
 from mlcopilot.wording import count
 
 SEVERITY_STYLE = {

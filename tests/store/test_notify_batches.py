@@ -13,7 +13,7 @@ import pytest
 
 from mlcopilot.incidents import reconcile
 from mlcopilot.model import Finding, IncidentChanges, Severity
-from mlcopilot.outbox import NotifyPolicy, NotifyRequest
+from mlcopilot.notify.codec import NotifyPolicy, NotifyRequest
 from mlcopilot.store import SqlStore, notify_sql
 from tests.store.test_store_contract import MODEL, finding
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, create_engine, insert, text
 
 from mlcopilot.incidents import reconcile
 from mlcopilot.model import Finding, Severity
-from mlcopilot.outbox import Delivered, NotifyPolicy, NotifyRequest, OutboxStatus, SinkRef
+from mlcopilot.notify.codec import Delivered, NotifyPolicy, NotifyRequest, OutboxStatus, SinkRef
 from mlcopilot.store import SqlStore, StoreConflict, open_store
 from mlcopilot.store import schema as tables
 from tests.store.test_store_contract import DS, EVERYTHING, MODEL, count, finding

@@ -14,9 +14,9 @@ from typing import Any
 from mlcopilot.checks import builtin_infos
 from mlcopilot.incidents import reconcile
 from mlcopilot.model import CheckInfo
-from mlcopilot.outbox import NotifyPolicy, NotifyRequest, OutboxStatus, decode_notification
-from mlcopilot.sinks.render_github import issue_body, issue_title
-from mlcopilot.sinks.render_slack import root_message
+from mlcopilot.notify.codec import NotifyPolicy, NotifyRequest, OutboxStatus, decode_notification
+from mlcopilot.notify.sinks.render_github import issue_body, issue_title
+from mlcopilot.notify.sinks.render_slack import root_message
 from mlcopilot.store import SqlStore
 from tests.store.test_store_contract import DS, MODEL, finding
 

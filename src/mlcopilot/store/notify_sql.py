@@ -1,6 +1,6 @@
 """Notification groups and the outbox in SQL: planned inside a scan's transaction.
 
-:func:`plan` reads the groups a scan touches and asks :func:`mlcopilot.policy.decide` what to
+:func:`plan` reads the groups a scan touches and asks :func:`mlcopilot.notify.policy.decide` what to
 notify, overlaying the scan's incident changes on what is stored (so ``--dry-run`` can show
 the same plan without writing); :func:`apply` writes the plan in the caller's transaction.
 The database has the last word: a second open generation of a group, or a second row with
@@ -17,9 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from mlcopilot.grouping import group_of, inhibitors
 from mlcopilot.model import CheckInfo, Incident, IncidentChanges, IncidentState, Urn
-from mlcopilot.outbox import (
+from mlcopilot.notify.codec import (
     GroupState,
     Member,
     NotifyRequest,
@@ -29,7 +28,8 @@ from mlcopilot.outbox import (
     dedupe_key,
     with_infos,
 )
-from mlcopilot.policy import Decision, PendingRow, StoredGroup, decide
+from mlcopilot.notify.grouping import group_of, inhibitors
+from mlcopilot.notify.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.store import schema as t
 from mlcopilot.store.rows import incident_from_mapping
 

@@ -62,7 +62,7 @@ from mlcopilot.model import (
     SchemaField,
     Urn,
 )
-from mlcopilot.outbox import (
+from mlcopilot.notify.codec import (
     Delivered,
     NotifyRequest,
     OutboxItem,
@@ -383,7 +383,7 @@ class SqlStore:
                 self._apply_plan(conn, planned, now=at, run_id=None)
         return done
 
-    # --- the outbox (see mlcopilot.outbox and mlcopilot.relay)
+    # --- the outbox (see mlcopilot.notify.codec and mlcopilot.notify.relay)
 
     def claim(
         self, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mlcopilot.model import Severity
-from mlcopilot.outbox import OutboxStatus
+from mlcopilot.notify.codec import OutboxStatus
 from tests.builders import dataset, ml_model, write_metadata_file
 from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack

@@ -7,8 +7,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from mlcopilot.model import Severity
-from mlcopilot.outbox import OutboxStatus
-from mlcopilot.sinks.slack import SlackSink
+from mlcopilot.notify.codec import OutboxStatus
+from mlcopilot.notify.sinks.slack import SlackSink
 from tests.fakes.http import FakeServer
 from tests.fakes.slack import WEBHOOK_PATH
 from tests.notify_kit import CUSTOMERS, World, world

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mlcopilot.grouping import group_key
 from mlcopilot.model import Severity
-from mlcopilot.outbox import OutboxStatus
-from mlcopilot.sinks.github import GitHubSink
+from mlcopilot.notify.codec import OutboxStatus
+from mlcopilot.notify.grouping import group_key
+from mlcopilot.notify.sinks.github import GitHubSink
 from tests.fakes.github import FakeGitHub
 from tests.fakes.http import FakeServer, Response
 from tests.notify_kit import CUSTOMERS, World, world

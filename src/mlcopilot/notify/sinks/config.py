@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mlcopilot.errors import ConfigError
-from mlcopilot.outbox import NotifyPolicy, SinkName
+from mlcopilot.notify.codec import NotifyPolicy, SinkName
+from mlcopilot.notify.sinks.urls import GITHUB_API, SLACK_API, SLACK_WEBHOOK, check_url
 from mlcopilot.settings import Settings, load_settings
-from mlcopilot.sinks.urls import GITHUB_API, SLACK_API, SLACK_WEBHOOK, check_url
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _CHANNEL = re.compile(r"^[#@]?[A-Za-z0-9_.-]{1,80}$")

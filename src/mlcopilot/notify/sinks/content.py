@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from mlcopilot.model import CheckInfo, Urn
 from mlcopilot.names import short_name
-from mlcopilot.outbox import GroupSnapshot, Member, Notification
+from mlcopilot.notify.codec import GroupSnapshot, Member, Notification
 from mlcopilot.wording import count
 
 

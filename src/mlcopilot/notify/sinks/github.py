@@ -31,7 +31,7 @@ from githubkit.exception import (
 from githubkit.throttling import LocalThrottler
 
 from mlcopilot.clock import Clock
-from mlcopilot.outbox import (
+from mlcopilot.notify.codec import (
     Delivered,
     DeliveryError,
     Notification,
@@ -40,12 +40,12 @@ from mlcopilot.outbox import (
     SinkRef,
     decode_notification,
 )
+from mlcopilot.notify.sinks.config import GitHubSettings
+from mlcopilot.notify.sinks.content import marker
+from mlcopilot.notify.sinks.pacing import Pacer
+from mlcopilot.notify.sinks.render_github import comment_body, issue_body, issue_title
+from mlcopilot.notify.sinks.text import clean
 from mlcopilot.redact import redact
-from mlcopilot.sinks.config import GitHubSettings
-from mlcopilot.sinks.content import marker
-from mlcopilot.sinks.pacing import Pacer
-from mlcopilot.sinks.render_github import comment_body, issue_body, issue_title
-from mlcopilot.sinks.text import clean
 
 log = logging.getLogger(__name__)
 

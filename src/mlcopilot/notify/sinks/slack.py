@@ -36,7 +36,7 @@ from slack_sdk.web import SlackResponse
 from slack_sdk.webhook import WebhookClient, WebhookResponse
 
 from mlcopilot.clock import Clock
-from mlcopilot.outbox import (
+from mlcopilot.notify.codec import (
     Delivered,
     DeliveryError,
     Notification,
@@ -45,10 +45,10 @@ from mlcopilot.outbox import (
     SinkRef,
     decode_notification,
 )
+from mlcopilot.notify.sinks.config import SlackSettings
+from mlcopilot.notify.sinks.pacing import Pacer
+from mlcopilot.notify.sinks.render_slack import root_message, thread_message
 from mlcopilot.redact import redact
-from mlcopilot.sinks.config import SlackSettings
-from mlcopilot.sinks.pacing import Pacer
-from mlcopilot.sinks.render_slack import root_message, thread_message
 
 EVENT_TYPE = "mlcopilot_notification"
 _PERMANENT = frozenset(

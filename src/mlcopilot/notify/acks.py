@@ -18,10 +18,10 @@ from typing import Protocol
 
 from mlcopilot.errors import MlCopilotError
 from mlcopilot.model import Urn
-from mlcopilot.outbox import DeliveryError, SinkRef, WatchedGroup
+from mlcopilot.notify.codec import DeliveryError, SinkRef, WatchedGroup
+from mlcopilot.notify.sinks.datahub import IncidentStatusReader, datahub_acknowledger
 from mlcopilot.protocols import StateStore
 from mlcopilot.redact import redact_exception
-from mlcopilot.sinks.datahub import IncidentStatusReader, datahub_acknowledger
 from mlcopilot.writeback import incident_urn
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from mlcopilot.clock import Clock
-from mlcopilot.outbox import (
+from mlcopilot.notify.codec import (
     Delivered,
     DeliveryError,
     OutboxItem,

@@ -22,9 +22,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from mlcopilot.grouping import diff, member_state
 from mlcopilot.model import Urn
-from mlcopilot.outbox import (
+from mlcopilot.notify.codec import (
     Action,
     GroupSnapshot,
     GroupState,
@@ -35,6 +34,7 @@ from mlcopilot.outbox import (
     SinkName,
     encode_notification,
 )
+from mlcopilot.notify.grouping import diff, member_state
 
 
 @dataclass(frozen=True, slots=True)

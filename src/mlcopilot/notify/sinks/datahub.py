@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Urn, Write
-from mlcopilot.outbox import Delivered, DeliveryError, OutboxItem, SinkName, SinkRef
+from mlcopilot.notify.codec import Delivered, DeliveryError, OutboxItem, SinkName, SinkRef
 from mlcopilot.protocols import Catalog
 from mlcopilot.redact import redact_exception
 

@@ -1,7 +1,7 @@
 """The transactional outbox: what must reach DataHub, GitHub and Slack, as data.
 
 A scan stores its incident changes and the notifications they imply in one transaction (the
-outbox rows); the relay (:mod:`mlcopilot.relay`) delivers them afterwards. A row's
+outbox rows); the relay (:mod:`mlcopilot.notify.relay`) delivers them afterwards. A row's
 ``dedupe_key`` is unique in the database, so two scanners that decide the same notification
 store it once. Rows hold rendered-ready content, never credentials.
 

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from mlcopilot.model import Severity
-from mlcopilot.outbox import OutboxStatus
+from mlcopilot.notify.codec import OutboxStatus
 from tests.builders import model_urn
 from tests.notify_kit import CUSTOMERS, world
 from tests.store.conftest import _postgres, _with_search_path

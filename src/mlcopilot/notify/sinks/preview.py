@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlcopilot.outbox import Delivered, OutboxItem, SinkName, SinkRef, decode_notification
-from mlcopilot.sinks.content import marker
-from mlcopilot.sinks.render_github import comment_body, issue_body, issue_title
-from mlcopilot.sinks.render_slack import root_message, thread_message
+from mlcopilot.notify.codec import Delivered, OutboxItem, SinkName, SinkRef, decode_notification
+from mlcopilot.notify.sinks.content import marker
+from mlcopilot.notify.sinks.render_github import comment_body, issue_body, issue_title
+from mlcopilot.notify.sinks.render_slack import root_message, thread_message
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """Turn notification settings into the sinks, acknowledgement sources and relay a command uses.
 
 The one place that knows the concrete GitHub, Slack and DataHub sink classes; commands ask it
-for a :class:`~mlcopilot.scan.Delivery` (what a scan notifies) or a :class:`~mlcopilot.relay.Relay`
-(what ``mlcopilot outbox`` delivers with).
+for a :class:`~mlcopilot.scan.Delivery` (what a scan notifies) or a
+:class:`~mlcopilot.notify.relay.Relay` (what ``mlcopilot outbox`` delivers with).
 """
 
 from __future__ import annotations
@@ -11,19 +11,19 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from mlcopilot import incidents as lifecycle
-from mlcopilot.acks import AckSource, DataHubAcks, GitHubAcks
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import available_infos
 from mlcopilot.clock import Clock
-from mlcopilot.outbox import NotifyRequest, Sink
+from mlcopilot.notify.acks import AckSource, DataHubAcks, GitHubAcks
+from mlcopilot.notify.codec import NotifyRequest, Sink
+from mlcopilot.notify.relay import FAILPOINT_ENV, Failpoint, Relay, env_failpoint
+from mlcopilot.notify.sinks.config import NotifySettings
+from mlcopilot.notify.sinks.datahub import DataHubSink, IncidentStatusReader, encode_writes
+from mlcopilot.notify.sinks.datahub_lite import LiteIncidentStatus
+from mlcopilot.notify.sinks.github import GitHubSink
+from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
 from mlcopilot.protocols import Catalog, StateStore
-from mlcopilot.relay import FAILPOINT_ENV, Failpoint, Relay, env_failpoint
 from mlcopilot.scan import Delivery
-from mlcopilot.sinks.config import NotifySettings
-from mlcopilot.sinks.datahub import DataHubSink, IncidentStatusReader, encode_writes
-from mlcopilot.sinks.datahub_lite import LiteIncidentStatus
-from mlcopilot.sinks.github import GitHubSink
-from mlcopilot.sinks.slack import SlackSink, SlackWebhookSink
 from mlcopilot.writeback import plan_writeback
 
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from mlcopilot.model import Severity
-from mlcopilot.outbox import GroupState, Member, NotifyPolicy, decode_notification
-from mlcopilot.policy import PendingRow, StoredGroup, decide
+from mlcopilot.notify.codec import GroupState, Member, NotifyPolicy, decode_notification
+from mlcopilot.notify.policy import PendingRow, StoredGroup, decide
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 POLICY = NotifyPolicy()
