@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate import NOW_MS
-from mlcopilot.catalog.connection import DataHubSettings
-from mlcopilot.catalog.datahub import DataHubCatalog
-from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+from mlcopilot.catalog.datahub.client import GmsClient
+from mlcopilot.catalog.datahub.connection import DataHubSettings
 from mlcopilot.catalog.lite import LiteCatalog
-from mlcopilot.catalog.mcp import McpCatalog, McpOptions, find_server
+from mlcopilot.catalog.mcp.catalog import McpCatalog, McpOptions, find_server
 from mlcopilot.checks import load_checks
 from mlcopilot.protocols import Catalog, WalkLimits
 from mlcopilot.scan import Delivery, ScanOptions, scan

@@ -29,7 +29,7 @@ from typing import Any
 
 from benchmarks.catalogs import Loader, ensure
 from benchmarks.generate import Shape
-from mlcopilot.catalog.datahub import BATCH_SIZE
+from mlcopilot.catalog.datahub.catalog import BATCH_SIZE
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSON = HERE / "results.json"

@@ -316,7 +316,7 @@ def standin(tmp_path: Path) -> Iterator[Any]:
 
 
 def test_datahub_setup_creates_the_plugins_tag(mlcopilot: Mlcopilot, standin: Any) -> None:
-    from mlcopilot.catalog.datahub import DataHubCatalog
+    from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 
     done = mlcopilot("datahub", "setup", "--catalog", f"datahub:{standin.url}")
     assert done.code == 0, done.stdout + done.stderr

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from tests.catalog.datahub_backend import TEST_OPTIONS, UNAVAILABLE, start_standin
 from tests.catalog.mcp_backend import MCP_UNAVAILABLE

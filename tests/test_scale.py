@@ -21,7 +21,7 @@ import pytest
 from benchmarks.generate import Shape, generate
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
-from mlcopilot.catalog.datahub import BATCH_SIZE, DataHubCatalog
+from mlcopilot.catalog.datahub.catalog import BATCH_SIZE, DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
 from mlcopilot.checks import load_checks
@@ -140,7 +140,7 @@ def test_a_lineage_past_the_relation_cap_is_complete_or_says_truncated(
         for limits in (WalkLimits(), WalkLimits(max_nodes=300)):
             with (
                 DataHubCatalog(server.url, timeout=10.0, retries=1) as remote,
-                caplog.at_level(logging.INFO, logger="mlcopilot.catalog.datahub"),
+                caplog.at_level(logging.INFO, logger="mlcopilot.catalog.datahub.catalog"),
             ):
                 got = remote.lineage(model_urn("wide"), limits)
             expected = lite.lineage(model_urn("wide"), limits)

@@ -592,9 +592,9 @@ def datahub_setup(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what is missing.")] = False,
 ) -> None:
     """Create the tags and structured properties mlcopilot writes (idempotent)."""
-    from mlcopilot.catalog.connection import settings_from_spec
-    from mlcopilot.catalog.datahub import DataHubCatalog
-    from mlcopilot.setup_datahub import setup_datahub
+    from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+    from mlcopilot.catalog.datahub.connection import settings_from_spec
+    from mlcopilot.catalog.datahub.setup import setup_datahub
 
     location = _datahub_location(catalog)
     with DataHubCatalog.from_settings(settings_from_spec(location, _settings())) as target:
@@ -611,7 +611,7 @@ def datahub_setup(
 @handle_errors
 def doctor_command(catalog: DataHubOption = "datahub:") -> None:
     """Check that a DataHub can be scanned and written back to, one line per check."""
-    from mlcopilot.doctor import run_doctor
+    from mlcopilot.catalog.datahub.doctor import run_doctor
 
     kind = "mcp" if catalog.startswith("mcp:") else "datahub"
     checks = run_doctor(f"{kind}:{_datahub_location(catalog)}", config=_settings())

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlcopilot.catalog.connection import settings_from_spec
-from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+from mlcopilot.catalog.datahub.connection import settings_from_spec
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
-from mlcopilot.catalog.mcp import McpCatalog
+from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.checks import load_checks
 from mlcopilot.errors import ConfigError, UsageError
 from mlcopilot.protocols import Catalog, Check, StateStore

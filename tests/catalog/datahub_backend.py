@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
-from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 
 
 def _why_unavailable() -> str | None:

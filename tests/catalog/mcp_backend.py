@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
-from mlcopilot.catalog.connection import DataHubSettings
-from mlcopilot.catalog.mcp import McpCatalog, McpOptions, find_server, server_environment
-from mlcopilot.catalog.mcp_session import McpSession
+from mlcopilot.catalog.datahub.connection import DataHubSettings
+from mlcopilot.catalog.mcp.catalog import McpCatalog, McpOptions, find_server, server_environment
+from mlcopilot.catalog.mcp.session import McpSession
 from mlcopilot.errors import CatalogUnavailable
 from tests.catalog.datahub_backend import UNAVAILABLE, start_standin
 

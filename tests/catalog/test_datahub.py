@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
-from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
 from mlcopilot.errors import CatalogError, CatalogUnavailable

@@ -9,17 +9,17 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from mlcopilot.catalog.connection import DataHubSettings
-from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.catalog.datahub.client import GmsClient
+from mlcopilot.catalog.datahub.connection import DataHubSettings
 from mlcopilot.errors import CatalogUnavailable
 
 
 class _Plain(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from datahub.cli import config_utils
 
-from mlcopilot.catalog.connection import (
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+from mlcopilot.catalog.datahub.connection import (
     DataHubSettings,
     display_url,
     settings_from_spec,
 )
-from mlcopilot.catalog.datahub import DataHubCatalog
 from mlcopilot.errors import ConfigError, UsageError
 from mlcopilot.wiring import open_catalog, parse_catalog_spec
 

@@ -19,8 +19,8 @@ from graphql import (  # noqa: E402
 )
 from graphql.execution.values import get_variable_values  # noqa: E402
 
-from mlcopilot.catalog import datahub_queries as q  # noqa: E402
-from mlcopilot.catalog.datahub import READ_ASPECTS  # noqa: E402
+from mlcopilot.catalog.datahub import queries as q  # noqa: E402
+from mlcopilot.catalog.datahub.catalog import READ_ASPECTS  # noqa: E402
 from tests.standin.sdl import expected_sdl_location, load_schema, sdl_path  # noqa: E402
 
 pytestmark = pytest.mark.skipif(

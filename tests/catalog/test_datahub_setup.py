@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from mlcopilot.catalog.connection import DataHubSettings
-from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+from mlcopilot.catalog.datahub.connection import DataHubSettings
+from mlcopilot.catalog.datahub.doctor import DoctorCheck, run_doctor
+from mlcopilot.catalog.datahub.setup import definitions, setup_datahub
 from mlcopilot.checks import builtin_infos
-from mlcopilot.doctor import DoctorCheck, run_doctor
 from mlcopilot.model import PropertyWrite
-from mlcopilot.setup_datahub import definitions, setup_datahub
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 from tests.builders import dataset, ml_model, model_urn
 from tests.catalog.datahub_backend import needs_standin, start_standin

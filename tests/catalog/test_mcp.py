@@ -23,10 +23,10 @@ from benchmarks.generate import Shape, generate
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
 
-from mlcopilot.catalog.datahub import DataHubCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
-from mlcopilot.catalog.mcp import McpCatalog
+from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.checks import load_checks
 from mlcopilot.demo import SCAN_TIMES
 from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Write

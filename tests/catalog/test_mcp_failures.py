@@ -13,8 +13,8 @@ from typing import Any
 import psutil
 import pytest
 
-from mlcopilot.catalog.connection import DataHubSettings
-from mlcopilot.catalog.mcp import McpCatalog, McpOptions, find_server
+from mlcopilot.catalog.datahub.connection import DataHubSettings
+from mlcopilot.catalog.mcp.catalog import McpCatalog, McpOptions, find_server
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.protocols import WalkLimits
 from tests.builders import dataset, ml_model, model_urn

@@ -23,8 +23,8 @@ from datahub.metadata.schema_classes import (
     TagAssociationClass,
 )
 
-from mlcopilot.catalog.datahub import DataHubCatalog
-from mlcopilot.catalog.mcp import McpCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.catalog.proposals import label_patch, proposals
 from mlcopilot.checks import builtin_infos
 from mlcopilot.model import PropertyWrite, TagWrite, Write

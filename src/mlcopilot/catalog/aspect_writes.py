@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog import urns
-from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.catalog.datahub.client import GmsClient
 from mlcopilot.catalog.proposals import proposals
 from mlcopilot.errors import CatalogError
 from mlcopilot.model import DocumentWrite, Urn, Write

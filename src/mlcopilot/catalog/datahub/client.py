@@ -33,7 +33,7 @@ from datahub.ingestion.graph.client import DataHubGraph
 from datahub.metadata.schema_classes import MetadataChangeProposalClass
 from datahub.utilities.server_config_util import RestServiceConfig
 
-from mlcopilot.catalog.connection import DataHubSettings
+from mlcopilot.catalog.datahub.connection import DataHubSettings
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 
 log = logging.getLogger(__name__)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mlcopilot.catalog.connection import DataHubSettings, settings_from_spec
-from mlcopilot.catalog.datahub import DataHubCatalog, Definition
-from mlcopilot.catalog.mcp import McpCatalog
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog, Definition
+from mlcopilot.catalog.datahub.connection import DataHubSettings, settings_from_spec
+from mlcopilot.catalog.datahub.setup import definitions
+from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.errors import CatalogError, ConfigError
 from mlcopilot.settings import Settings
-from mlcopilot.setup_datahub import definitions
 
 DOCTOR_TIMEOUT = 10.0
 """Seconds per request: a doctor should answer quickly, even about a hung server."""

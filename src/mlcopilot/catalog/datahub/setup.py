@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mlcopilot.catalog.datahub import (
+from mlcopilot.catalog.datahub.catalog import (
     DataHubCatalog,
     Definition,
     PropertyDefinition,

@@ -26,12 +26,12 @@ Catalog method                  Calls
 ``nodes()`` / ``upstream()``    SDK: raw aspects in batched GraphQL ``entities`` (and OpenAPI
                                 ``batchGet``), the latest ``operation``, incoming ``Contains``
                                 and ``Produces`` relationships — see
-                                :mod:`mlcopilot.catalog.datahub`.
+                                :mod:`mlcopilot.catalog.datahub.catalog`.
 ``schema_as_of()``              MCP ``get_aspect_history`` (``schemaMetadata`` and
                                 ``editableSchemaMetadata``) picks the version in force at the
                                 time; the SDK reads that exact version (OpenAPI ``batchGet``
                                 with ``If-Version-Match``).
-``schemas_at()``                SDK, as :mod:`mlcopilot.catalog.datahub` does: a scan's
+``schemas_at()``                SDK, as :mod:`mlcopilot.catalog.datahub.catalog` does: a scan's
                                 training-time schemas of every dataset in two or three batched
                                 rounds. ``get_aspect_history`` takes at most 10 urns per call
                                 and probes each with its own ``exists`` request to GMS, so
@@ -87,15 +87,15 @@ from typing import Any
 from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.closing import ClosedOnExit
-from mlcopilot.catalog.connection import DataHubSettings, normalize_url
-from mlcopilot.catalog.datahub import (
+from mlcopilot.catalog.datahub.catalog import (
     BATCH_SIZE,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     DataHubCatalog,
 )
-from mlcopilot.catalog.datahub_client import GmsClient, refused_token
-from mlcopilot.catalog.mcp_session import (
+from mlcopilot.catalog.datahub.client import GmsClient, refused_token
+from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
+from mlcopilot.catalog.mcp.session import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
     McpSession,

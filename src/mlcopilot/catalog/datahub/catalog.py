@@ -37,10 +37,10 @@ from datahub.metadata.schema_classes import StructuredPropertyDefinitionClass, T
 
 from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
-from mlcopilot.catalog import datahub_queries as q
 from mlcopilot.catalog.closing import ClosedOnExit
-from mlcopilot.catalog.connection import DataHubSettings, normalize_url
-from mlcopilot.catalog.datahub_client import GmsClient
+from mlcopilot.catalog.datahub import queries as q
+from mlcopilot.catalog.datahub.client import GmsClient
+from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.payloads import as_int, envelope_values, mapping, result_urns, written_at
 from mlcopilot.catalog.urns import NO_LINEAGE, aspects_among, urn_type
 from mlcopilot.errors import CatalogError, CatalogUnavailable
@@ -265,7 +265,7 @@ class DataHubCatalog(ClosedOnExit):
 
     @classmethod
     def from_settings(cls, settings: DataHubSettings, **options: Any) -> DataHubCatalog:
-        """A catalog for resolved settings (see :mod:`mlcopilot.catalog.connection`)."""
+        """A catalog for resolved settings (see :mod:`mlcopilot.catalog.datahub.connection`)."""
         return cls(settings, **options)
 
     @property

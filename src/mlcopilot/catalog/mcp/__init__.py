@@ -1,0 +1,1 @@
+"""The mcp: backend: DataHub through the real mcp-server-datahub process."""
