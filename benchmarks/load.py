@@ -45,8 +45,12 @@ wall, cpu = time.perf_counter(), time.process_time()
 if profile:
     profiler = cProfile.Profile()
     summary = profiler.runcall(load_metadata_files, db, [file])
-    with open(profile, "w") as out:
-        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+    import io, mlcopilot
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+    # Paths relative to the repository, so a profile reads the same on any machine.
+    root = f"{Path(mlcopilot.__file__).resolve().parents[2]}/"
+    Path(profile).write_text(out.getvalue().replace(root, ""), encoding="utf-8")
 else:
     summary = load_metadata_files(db, [file])
 print(json.dumps({
