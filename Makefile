@@ -26,8 +26,8 @@ demo: $(VENV)/.installed
 	$(BIN)/mlcopilot demo
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests scripts benchmarks
-	$(BIN)/ruff format --check src tests scripts benchmarks
+	$(BIN)/ruff check src standin testing tests scripts benchmarks
+	$(BIN)/ruff format --check src standin testing tests scripts benchmarks
 	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-dev

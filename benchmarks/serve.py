@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.standin import RecordedRequest, StandIn
-from tests.standin.faults import Recorder
+from standin import RecordedRequest, StandIn
+from standin.faults import Recorder
 
 
 @dataclass

@@ -32,7 +32,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import OwnerClass, OwnershipClass, OwnershipTypeClass
 
 from mlcopilot.model import CheckInfo
-from tests.builders import (
+from testing.builders import (
     dataset,
     dataset_urn,
     feature_urn,
@@ -41,9 +41,9 @@ from tests.builders import (
     model_urn,
     write_metadata_file,
 )
-from tests.fakes.github import FakeGitHub
-from tests.fakes.slack import FakeSlack
-from tests.notify_kit import notify_env
+from testing.fakes.github import FakeGitHub
+from testing.fakes.slack import FakeSlack
+from testing.notify_world import notify_env
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "check-plugin"

@@ -1,6 +1,6 @@
 """Coverage gaps: where a model's lineage stops before a dataset, in every report format.
 
-Catalogs are real DataHub metadata (``tests/builders.py``) in a Lite file, scanned by the real
+Catalogs are real DataHub metadata (``testing/builders.py``) in a Lite file, scanned by the real
 scan with the real checks and store; the no-model catalog runs through the command.
 """
 
@@ -15,17 +15,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from mlcopilot.report import render_json, render_markdown
+from mlcopilot.terminal import print_scan
 from rich.console import Console
 
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import load_checks
 from mlcopilot.coverage import NO_LINEAGE, coverage_gaps
 from mlcopilot.protocols import WalkLimits
-from mlcopilot.report import render_json, render_markdown
 from mlcopilot.scan import ScanOptions, ScanResult, scan
 from mlcopilot.store import open_store
-from mlcopilot.terminal import print_scan
-from tests.builders import (
+from testing.builders import (
     MCPs,
     data_job,
     data_job_urn,

@@ -7,10 +7,10 @@ import runpy
 import subprocess
 import sys
 
+from testing.fakes.github import FakeGitHub
+from testing.fakes.slack import FakeSlack
+from testing.notify_world import notify_env
 from tests.conftest import DEMO_DATA, REPO
-from tests.fakes.github import FakeGitHub
-from tests.fakes.slack import FakeSlack
-from tests.notify_kit import notify_env
 
 _CREDENTIALS = ("GITHUB_TOKEN", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL", "MLCOPILOT_GITHUB_REPO")
 
@@ -73,9 +73,8 @@ def test_demo_tells_the_whole_story(tmp_path) -> None:
 
 
 def test_demo_sends_when_credentials_are_configured(tmp_path) -> None:
-    from rich.console import Console
-
     from mlcopilot.demo import run_demo
+    from rich.console import Console
 
     github, slack = FakeGitHub(), FakeSlack()
     with github.running(), slack.running():

@@ -12,7 +12,7 @@ from datahub.metadata import schema_classes as sc
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.model import IncidentState, Severity
 from mlcopilot.writeback import incident_urn
-from tests.notify_kit import CUSTOMERS, World, world
+from testing.notify_world import CUSTOMERS, World, world
 
 CRIT = Severity.CRITICAL
 

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.cli import app
+from testing.fakes.github import FakeGitHub
+from testing.fakes.slack import FakeSlack
+from testing.notify_world import notify_env
 from tests.conftest import DEMO_DATA
-from tests.fakes.github import FakeGitHub
-from tests.fakes.slack import FakeSlack
-from tests.notify_kit import notify_env
 
 DAY1 = "2026-11-20T09:00:00Z"
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.generate import Shape, generate
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
+from benchmarks.generate import Shape, generate
 from mlcopilot.catalog.datahub.catalog import BATCH_SIZE, DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
@@ -29,11 +29,11 @@ from mlcopilot.model import Lineage
 from mlcopilot.protocols import WalkLimits
 from mlcopilot.scan import ScanOptions, scan
 from mlcopilot.store import open_store
-from tests.builders import T0, dataset, dataset_urn, feature_urn, ml_feature, ml_model, model_urn
+from standin import StandIn
+from testing.builders import T0, dataset, dataset_urn, feature_urn, ml_feature, ml_model, model_urn
 from tests.catalog.datahub_backend import needs_standin, start_standin
 from tests.catalog.mcp_backend import mcp_catalog_for
 from tests.conftest import DEMO_DATA
-from tests.standin import StandIn
 
 MCPs = list[MetadataChangeProposalWrapper]
 CHAIN = 1000

@@ -14,9 +14,9 @@ from mlcopilot.errors import ConfigError
 from mlcopilot.model import Severity
 from mlcopilot.notify.sinks.config import GitHubSettings, NotifySettings
 from mlcopilot.notify.sinks.urls import GITHUB_API, SLACK_WEBHOOK, check_url
-from tests.fakes.github import FakeGitHub
-from tests.fakes.slack import FakeSlack
-from tests.notify_kit import CUSTOMERS, World, world
+from testing.fakes.github import FakeGitHub
+from testing.fakes.slack import FakeSlack
+from testing.notify_world import CUSTOMERS, World, world
 
 GH_CANARY = "ghp_CANARY" + "g" * 30
 SLACK_CANARY = "xoxb-CANARY-1234567890-" + "s" * 24

@@ -28,7 +28,7 @@ from mlcopilot.model import (
     TagWrite,
 )
 from mlcopilot.protocols import Catalog, WalkLimits
-from tests.builders import (
+from testing.builders import (
     T0,
     data_job,
     data_job_urn,

@@ -1,6 +1,6 @@
 """A DataHub catalog talking to the stand-in GMS: for the contract suite and the DataHub tests.
 
-The stand-in (``tests/standin``) serves DataHub's real GraphQL SDL over a DataHub Lite file and
+The stand-in (``standin/``) serves DataHub's real GraphQL SDL over a DataHub Lite file and
 computes lineage the way GMS's graph index does, so training-data and feature-table hops are
 missing from its lineage exactly as they are from a real DataHub's.
 """
@@ -22,8 +22,8 @@ def _why_unavailable() -> str | None:
     if importlib.util.find_spec("graphql") is None:
         return "graphql-core is not installed (pip install -e '.[dev]')"
     try:
-        from tests.standin import sdl_path
-        from tests.standin.sdl import expected_sdl_location
+        from standin import sdl_path
+        from standin.sdl import expected_sdl_location
     except ImportError as exc:  # the stand-in package itself is missing or broken
         return f"the DataHub stand-in cannot be imported: {exc}"
     if sdl_path() is None:
@@ -58,7 +58,7 @@ def start_standin(
     token: str | None = None,
 ) -> Any:
     """A started stand-in holding ``mcps`` (stop it with ``__exit__`` or ``with``)."""
-    from tests.standin import StandIn
+    from standin import StandIn
 
     workdir.mkdir(parents=True, exist_ok=True)
     server = StandIn.from_mcps(list(mcps), workdir, version=version, token=token)

@@ -18,7 +18,7 @@ from mlcopilot.catalog.aspects import (
     to_json,
 )
 from mlcopilot.model import ColumnEdge, Edge, EntityType, IncidentWrite, PropertyWrite, TagWrite
-from tests.builders import T0, dataset_urn, schema_field_urn
+from testing.builders import T0, dataset_urn, schema_field_urn
 
 RAW = dataset_urn("raw.customers")
 CLEAN = dataset_urn("clean.customers")

@@ -24,7 +24,7 @@ from mlcopilot.catalog.loader import read_metadata_file
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Write
 from mlcopilot.protocols import Catalog, WalkLimits
-from tests.builders import (
+from testing.builders import (
     T0,
     dataset,
     dataset_urn,

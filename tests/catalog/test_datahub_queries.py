@@ -21,7 +21,7 @@ from graphql.execution.values import get_variable_values  # noqa: E402
 
 from mlcopilot.catalog.datahub import queries as q  # noqa: E402
 from mlcopilot.catalog.datahub.catalog import READ_ASPECTS  # noqa: E402
-from tests.standin.sdl import expected_sdl_location, load_schema, sdl_path  # noqa: E402
+from standin.sdl import expected_sdl_location, load_schema, sdl_path  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     sdl_path() is None, reason=f"DataHub GraphQL SDL not found at {expected_sdl_location()}"

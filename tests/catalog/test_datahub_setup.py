@@ -15,7 +15,7 @@ from mlcopilot.catalog.datahub.setup import definitions, setup_datahub
 from mlcopilot.checks import builtin_infos
 from mlcopilot.model import PropertyWrite
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY
-from tests.builders import dataset, ml_model, model_urn
+from testing.builders import dataset, ml_model, model_urn
 from tests.catalog.datahub_backend import needs_standin, start_standin
 
 TAGS = {name: info.tag for name, info in builtin_infos().items()}

@@ -14,7 +14,7 @@ from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.errors import CatalogError, NodeNotFound
 from mlcopilot.model import DocumentWrite, EntityType, IncidentWrite, PropertyWrite, TagWrite
 from mlcopilot.protocols import WalkLimits
-from tests.builders import T0, dataset, dataset_urn, ml_model, model_urn, ms, tag, tag_urn
+from testing.builders import T0, dataset, dataset_urn, ml_model, model_urn, ms, tag, tag_urn
 
 RAW = dataset_urn("raw.customers")
 MODEL = model_urn("churn")

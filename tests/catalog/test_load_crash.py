@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.generate import Shape, write
 
+from benchmarks.generate import Shape, write
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.errors import CatalogError
 

@@ -17,7 +17,7 @@ from mlcopilot.catalog.loader import LoadSummary, load_metadata_files
 from mlcopilot.errors import InputError
 from mlcopilot.model import ColumnEdge, Edge
 from mlcopilot.protocols import WalkLimits
-from tests.builders import (
+from testing.builders import (
     T0,
     dataset,
     dataset_urn,

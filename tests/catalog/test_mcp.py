@@ -19,21 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.generate import Shape, generate
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
+from mlcopilot.demo import SCAN_TIMES
 
+from benchmarks.generate import Shape, generate
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
 from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.checks import load_checks
-from mlcopilot.demo import SCAN_TIMES
 from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Write
 from mlcopilot.protocols import Catalog, WalkLimits
 from mlcopilot.scan import ScanOptions, scan
 from mlcopilot.store import open_store
-from tests.builders import (
+from standin import StandIn
+from testing.builders import (
     T0,
     dataset,
     dataset_urn,
@@ -52,7 +53,6 @@ from tests.builders import (
 from tests.catalog.datahub_backend import start_standin
 from tests.catalog.mcp_backend import SharedServer, mcp_catalog_for, needs_mcp
 from tests.conftest import DEMO_DATA, SAMPLES
-from tests.standin import StandIn
 
 pytestmark = needs_mcp
 

@@ -17,7 +17,7 @@ from mlcopilot.catalog.datahub.connection import DataHubSettings
 from mlcopilot.catalog.mcp.catalog import McpCatalog, McpOptions, find_server
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.protocols import WalkLimits
-from tests.builders import dataset, ml_model, model_urn
+from testing.builders import dataset, ml_model, model_urn
 from tests.catalog.datahub_backend import start_standin
 from tests.catalog.mcp_backend import TEST_OPTIONS, mcp_catalog_for, needs_mcp
 

@@ -29,10 +29,10 @@ from mlcopilot.catalog.proposals import label_patch, proposals
 from mlcopilot.checks import builtin_infos
 from mlcopilot.model import PropertyWrite, TagWrite, Write
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY
-from tests.builders import dataset, dataset_urn, ml_model, model_urn, tag
+from standin import mutations
+from testing.builders import dataset, dataset_urn, ml_model, model_urn, tag
 from tests.catalog.datahub_backend import needs_standin, start_standin
 from tests.catalog.mcp_backend import MCP_UNAVAILABLE, mcp_catalog_for
-from tests.standin import mutations
 
 TAGS = {name: info.tag for name, info in builtin_infos().items()}
 

@@ -24,7 +24,7 @@ from mlcopilot.model import UNKNOWN_USAGE, ColumnUsage, Finding, Schema
 from mlcopilot.protocols import CheckContext
 from mlcopilot.scan import ScanOptions, scan
 from mlcopilot.store import open_store
-from tests.builders import (
+from testing.builders import (
     T0,
     Field,
     MCPs,

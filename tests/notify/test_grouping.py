@@ -13,8 +13,8 @@ from sqlalchemy import create_engine, text
 
 from mlcopilot.model import Severity
 from mlcopilot.notify.codec import OutboxStatus
-from tests.builders import model_urn
-from tests.notify_kit import CUSTOMERS, world
+from testing.builders import model_urn
+from testing.notify_world import CUSTOMERS, world
 from tests.store.conftest import _postgres, _with_search_path
 
 COLUMNS = [f"col_{n:02d}" for n in range(20)]

@@ -19,10 +19,10 @@ import pytest
 
 from mlcopilot.model import Severity
 from mlcopilot.notify.codec import OutboxStatus
-from tests.builders import dataset, ml_model, write_metadata_file
-from tests.fakes.github import FakeGitHub
-from tests.fakes.slack import FakeSlack
-from tests.notify_kit import CUSTOMERS, World, notify_env, world
+from testing.builders import dataset, ml_model, write_metadata_file
+from testing.fakes.github import FakeGitHub
+from testing.fakes.slack import FakeSlack
+from testing.notify_world import CUSTOMERS, World, notify_env, world
 
 
 class Killed(BaseException):

@@ -1,11 +1,1 @@
-"""A DataHub GMS stand-in for tests and benchmarks: GraphQL on DataHub's real SDL, the REST
-endpoints acryl-datahub and mcp-server-datahub call, served from a DataHub Lite file.
-
-It is an independent oracle of DataHub's behaviour and must not import ``mlcopilot``.
-"""
-
-from tests.standin.faults import Fault, RecordedRequest
-from tests.standin.sdl import sdl_path
-from tests.standin.server import StandIn
-
-__all__ = ["Fault", "RecordedRequest", "StandIn", "sdl_path"]
+"""Tests of the DataHub stand-in (``standin/``), kept apart from it as tests mirror their code."""

@@ -19,8 +19,8 @@ import requests
 from datahub.emitter.aspect import TIMESERIES_ASPECT_MAP
 from datahub.ingestion.run.pipeline import Pipeline
 
+from standin.server import StandIn
 from tests.conftest import SAMPLES
-from tests.standin.server import StandIn
 
 Json = dict[str, Any]
 Make = Callable[[Iterable[Any]], StandIn]

@@ -1,4 +1,4 @@
-"""The stand-in applies PATCH as GMS's templates do (see ``tests/standin/patch.py``).
+"""The stand-in applies PATCH as GMS's templates do (see ``standin/patch.py``).
 
 Patches are built with acryl-datahub's own builders, so the wire form is the SDK's.
 """
@@ -21,7 +21,7 @@ from datahub.metadata.schema_classes import (
 from datahub.specific.aspect_helpers.structured_properties import HasStructuredPropertiesPatch
 from datahub.specific.aspect_helpers.tags import HasTagsPatch
 
-from tests.standin.patch import apply_patch
+from standin.patch import apply_patch
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
 PROP = "urn:li:structuredProperty:io.x.p"

@@ -23,9 +23,9 @@ from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
 from datahub.metadata import schema_classes as sc
 from datahub.sdk.main_client import DataHubClient
 
-from tests.standin import StandIn, sdl_path
-from tests.standin import scenario as sn
-from tests.standin.fixtures import require_sdl
+from standin import StandIn, sdl_path
+from standin import scenario as sn
+from standin.fixtures import require_sdl
 
 Factory = Callable[..., StandIn]
 

@@ -12,9 +12,9 @@ from mlcopilot.model import Severity
 from mlcopilot.notify.codec import OutboxStatus
 from mlcopilot.notify.grouping import group_key
 from mlcopilot.notify.sinks.github import GitHubSink
-from tests.fakes.github import FakeGitHub
-from tests.fakes.http import FakeServer, Response
-from tests.notify_kit import CUSTOMERS, World, world
+from testing.fakes.github import FakeGitHub
+from testing.fakes.http import FakeServer, Response
+from testing.notify_world import CUSTOMERS, World, world
 
 ISSUES = r"/repos/acme/ml-alerts/issues"
 PII = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}

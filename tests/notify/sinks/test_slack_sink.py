@@ -9,9 +9,9 @@ from pathlib import Path
 from mlcopilot.model import Severity
 from mlcopilot.notify.codec import OutboxStatus
 from mlcopilot.notify.sinks.slack import SlackSink
-from tests.fakes.http import FakeServer
-from tests.fakes.slack import WEBHOOK_PATH
-from tests.notify_kit import CUSTOMERS, World, world
+from testing.fakes.http import FakeServer
+from testing.fakes.slack import WEBHOOK_PATH
+from testing.notify_world import CUSTOMERS, World, world
 
 POST = "/api/chat.postMessage"
 PII = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}

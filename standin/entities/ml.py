@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.standin.catalog import key_of
-from tests.standin.entities.base import Json, Node, audit, custom_properties, fabric, params
-from tests.standin.entities.datasets import fine_grained
+from standin.catalog import key_of
+from standin.entities.base import Json, Node, audit, custom_properties, fabric, params
+from standin.entities.datasets import fine_grained
 
 
 class MLModel(Node):

@@ -11,9 +11,9 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import MetadataChangeEventClass, MetadataChangeProposalClass
 from graphql import GraphQLSchema
 
-from tests.standin.catalog import Catalog
-from tests.standin.index import MAX_RELATIONS, EdgeIndex
-from tests.standin.store import LiteStore
+from standin.catalog import Catalog
+from standin.index import MAX_RELATIONS, EdgeIndex
+from standin.store import LiteStore
 
 Record = MetadataChangeProposalWrapper | MetadataChangeEventClass
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from tests.standin.catalog import TYPES, Catalog
-from tests.standin.edges import entity_type
-from tests.standin.entities.base import Node
-from tests.standin.entities.datasets import Dataset, SchemaFieldEntity
-from tests.standin.entities.governance import Document, Incident, StructuredPropertyEntity
-from tests.standin.entities.ml import (
+from standin.catalog import TYPES, Catalog
+from standin.edges import entity_type
+from standin.entities.base import Node
+from standin.entities.datasets import Dataset, SchemaFieldEntity
+from standin.entities.governance import Document, Incident, StructuredPropertyEntity
+from standin.entities.ml import (
     DataFlow,
     DataJob,
     DataProcessInstance,
@@ -17,7 +17,7 @@ from tests.standin.entities.ml import (
     MLModelGroup,
     MLPrimaryKey,
 )
-from tests.standin.entities.refs import (
+from standin.entities.refs import (
     Container,
     CorpGroup,
     CorpUser,

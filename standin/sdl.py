@@ -25,8 +25,8 @@ extend input SearchFlags {
 
 
 def _default_dir() -> Path:
-    # tests/standin/sdl.py -> parents[2] is the repository; shared/ sits beside it.
-    return Path(__file__).resolve().parents[2].parent / "shared" / "datahub-graphql"
+    # standin/sdl.py -> parents[1] is the repository; shared/ sits beside it.
+    return Path(__file__).resolve().parents[1].parent / "shared" / "datahub-graphql"
 
 
 def sdl_path() -> Path | None:

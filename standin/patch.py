@@ -5,7 +5,7 @@ Applied as GMS applies it (``entity-registry/.../aspect/patch/template``: ``Temp
 
 1. The current aspect, or the default when there is none: an empty record for a generic patch
    (one that names ``arrayPrimaryKeys``), the aspect template's default otherwise.
-2. The template turns keyed arrays into maps (see :mod:`tests.standin.patch_templates`, which
+2. The template turns keyed arrays into maps (see :mod:`standin.patch_templates`, which
    holds every template GMS registers, ``fineGrainedLineages`` and nested field templates
    included). Generic patches name their fields and keys.
 3. ``populateTopLevelKeys``: every intermediate object on each operation's path is created
@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.standin.patch_templates import TEMPLATES, NoDefaultError, Template, generic
+from standin.patch_templates import TEMPLATES, NoDefaultError, Template, generic
 
 Json = dict[str, Any]
 

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from tests.standin.catalog import SEARCHABLE, Catalog, key_of, to_entity_type, type_enum
-from tests.standin.edges import entity_type
+from standin.catalog import SEARCHABLE, Catalog, key_of, to_entity_type, type_enum
+from standin.edges import entity_type
 
 Json = dict[str, Any]
 Criterion = Json

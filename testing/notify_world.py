@@ -26,11 +26,11 @@ from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.protocols import CheckContext
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
 from mlcopilot.store import SqlStore, open_store
-from tests.builders import dataset, ds, ml_model, model_urn
-from tests.fakes.github import TOKEN as GH_TOKEN
-from tests.fakes.github import FakeGitHub
-from tests.fakes.slack import TOKEN as SLACK_TOKEN
-from tests.fakes.slack import FakeSlack
+from testing.builders import dataset, ds, ml_model, model_urn
+from testing.fakes.github import TOKEN as GH_TOKEN
+from testing.fakes.github import FakeGitHub
+from testing.fakes.slack import TOKEN as SLACK_TOKEN
+from testing.fakes.slack import FakeSlack
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

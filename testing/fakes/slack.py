@@ -14,7 +14,7 @@ import re
 import threading
 from typing import Any
 
-from tests.fakes.http import FakeServer, Request, Response
+from testing.fakes.http import FakeServer, Request, Response
 
 TOKEN = "xoxb-" + "1" * 12 + "-" + "2" * 13 + "-" + "A" * 24
 CHANNEL_ID = "C0MLCOPILOT"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.standin.catalog import Catalog
-from tests.standin.store import AspectRow
+from standin.catalog import Catalog
+from standin.store import AspectRow
 
 Json = dict[str, Any]
 Event = Json

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from datahub.metadata.urns import Urn
 
-from tests.standin.edges import entity_type
-from tests.standin.store import AspectRow
+from standin.edges import entity_type
+from standin.store import AspectRow
 
 if TYPE_CHECKING:
-    from tests.standin.backend import Backend
-    from tests.standin.entities import Node
+    from standin.backend import Backend
+    from standin.entities import Node
 
 # entity type (as in urns) -> (GraphQL __typename, EntityType enum value)
 TYPES: dict[str, tuple[str, str]] = {
@@ -131,7 +131,7 @@ class Catalog:
 
     def ref(self, urn: str | None) -> Node | None:
         """An entity object for any urn of a GraphQL-mapped type, existing or not."""
-        from tests.standin.entities import build  # entities imports this module
+        from standin.entities import build  # entities imports this module
 
         return build(self, urn) if urn else None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.standin.entities.base import Json, Node, custom_properties, fabric
+from standin.entities.base import Json, Node, custom_properties, fabric
 
 _FIELD_TYPES = {
     "BooleanType": "BOOLEAN",

@@ -18,11 +18,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.standin import gql
-from tests.standin.backend import Backend
-from tests.standin.faults import Fault, Faults, RecordedRequest, Recorder
-from tests.standin.rest import Api, Request, Response
-from tests.standin.sdl import load_schema
+from standin import gql
+from standin.backend import Backend
+from standin.faults import Fault, Faults, RecordedRequest, Recorder
+from standin.rest import Api, Request, Response
+from standin.sdl import load_schema
 
 DEFAULT_VERSION = "v1.5.0"
 ACTOR = "urn:li:corpuser:datahub"

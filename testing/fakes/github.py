@@ -13,7 +13,7 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakes.http import FakeServer, Request, Response
+from testing.fakes.http import FakeServer, Request, Response
 
 BOT = "mlcopilot-bot"
 TOKEN = "ghp_" + "T" * 36

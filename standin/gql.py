@@ -35,9 +35,9 @@ from graphql import (
     visit,
 )
 
-from tests.standin import lineage, mutations, search
-from tests.standin.catalog import Catalog
-from tests.standin.index import LineageLimitError
+from standin import lineage, mutations, search
+from standin.catalog import Catalog
+from standin.index import LineageLimitError
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -252,7 +252,7 @@ class Root:
         return {"defaultView": None}
 
     def q_getTimeline(self, input: Json) -> Json:
-        from tests.standin import timeline  # REST and GraphQL share the diffing
+        from standin import timeline  # REST and GraphQL share the diffing
 
         return timeline.graphql_timeline(self.ctx, input)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.standin import search
-from tests.standin.catalog import Catalog, to_entity_type
-from tests.standin.edges import Edge, entity_type
-from tests.standin.index import (
+from standin import search
+from standin.catalog import Catalog, to_entity_type
+from standin.edges import Edge, entity_type
+from standin.index import (
     DOWNSTREAM,
     MAX_HOPS,
     UPSTREAM,

@@ -1,6 +1,6 @@
 """GMS's REST surface: ``/config``, Rest.li ``/aspects`` and ``/entitiesV2``, OpenAPI v3 entity
 reads and writes, timeseries values, relationships and the Timeline API. ``/api/graphql`` is
-routed to :mod:`tests.standin.gql`.
+routed to :mod:`standin.gql`.
 
 Response shapes follow what acryl-datahub 1.7 and mcp-server-datahub 0.8 parse (see
 ``datahub/ingestion/graph/client.py``, ``openapi.py`` and ``mcp_server_datahub/openapi_client.py``).
@@ -20,12 +20,12 @@ from datahub.emitter.aspect import ASPECT_MAP, TIMESERIES_ASPECT_MAP
 from datahub.emitter.serialization_helper import post_json_transform
 from datahub.metadata.urns import Urn
 
-from tests.standin import gql, timeline
-from tests.standin.backend import Backend
-from tests.standin.catalog import key_aspect_name, key_of
-from tests.standin.edges import entity_type
-from tests.standin.patch import apply_patch
-from tests.standin.store import AspectRow
+from standin import gql, timeline
+from standin.backend import Backend
+from standin.catalog import key_aspect_name, key_of
+from standin.edges import entity_type
+from standin.patch import apply_patch
+from standin.store import AspectRow
 
 Json = dict[str, Any]
 ACTOR = "urn:li:corpuser:datahub"

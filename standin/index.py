@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.standin.edges import Edge, edges_from_aspect, entity_type
+from standin.edges import Edge, edges_from_aspect, entity_type
 
 UPSTREAM = "UPSTREAM"
 DOWNSTREAM = "DOWNSTREAM"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.standin.catalog import TYPES
-from tests.standin.entities.base import Json, Node, audit, custom_properties
+from standin.catalog import TYPES
+from standin.entities.base import Json, Node, audit, custom_properties
 
 
 class DataPlatform(Node):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.standin.catalog import Catalog
-from tests.standin.entities.base import Json, Node, audit, custom_properties, property_value
+from standin.catalog import Catalog
+from standin.entities.base import Json, Node, audit, custom_properties, property_value
 
 _PRIORITIES = {0: "CRITICAL", 1: "HIGH", 2: "MEDIUM", 3: "LOW"}  # IncidentUtils
 

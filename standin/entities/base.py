@@ -3,7 +3,7 @@
 graphql-core's default resolver reads a field from an object attribute and calls it with
 ``(info, **args)`` when it is a method, so each GraphQL field is a method (or attribute) named
 like the field. Fields not mapped resolve to None, and the resolver wrapper in
-:mod:`tests.standin.gql` fills missing non-null fields with defaults. Helpers start with ``_``
+:mod:`standin.gql` fills missing non-null fields with defaults. Helpers start with ``_``
 so they can never shadow a GraphQL field.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.standin import lineage, search
-from tests.standin.catalog import Catalog, key_of, type_enum
-from tests.standin.edges import entity_type
+from standin import lineage, search
+from standin.catalog import Catalog, key_of, type_enum
+from standin.edges import entity_type
 
 Json = dict[str, Any]
 

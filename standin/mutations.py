@@ -18,8 +18,8 @@ from datahub.emitter.aspect import ASPECT_MAP
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import post_json_transform
 
-from tests.standin.catalog import TYPES, Catalog
-from tests.standin.edges import entity_type
+from standin.catalog import TYPES, Catalog
+from standin.edges import entity_type
 
 Json = dict[str, Any]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.standin.sdl import ENV_VAR, expected_sdl_location, sdl_path
-from tests.standin.server import StandIn
+from standin.sdl import ENV_VAR, expected_sdl_location, sdl_path
+from standin.server import StandIn
 
 
 def require_sdl() -> None:
