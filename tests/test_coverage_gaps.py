@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from mlcopilot.report import render_json, render_markdown
-from mlcopilot.terminal import print_scan
 from rich.console import Console
 
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import load_checks
+from mlcopilot.cli.render.report import render_json, render_markdown
+from mlcopilot.cli.render.terminal import print_scan
 from mlcopilot.coverage import NO_LINEAGE, coverage_gaps
 from mlcopilot.protocols import WalkLimits
 from mlcopilot.scan import ScanOptions, ScanResult, scan

@@ -73,7 +73,7 @@ def test_demo_tells_the_whole_story(tmp_path) -> None:
 
 
 def test_demo_sends_when_credentials_are_configured(tmp_path) -> None:
-    from mlcopilot.demo import run_demo
+    from mlcopilot.cli.demo_run import run_demo
     from rich.console import Console
 
     github, slack = FakeGitHub(), FakeSlack()

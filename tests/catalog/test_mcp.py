@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
-from mlcopilot.demo import SCAN_TIMES
+from mlcopilot.cli.demo_run import SCAN_TIMES
 
 from benchmarks.generate import Shape, generate
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog

@@ -31,6 +31,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mlcopilot import redact
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import describe_checks
+from mlcopilot.cli.render.report import (
+    render_incidents_json,
+    render_json,
+    render_markdown,
+    render_outbox_json,
+)
+from mlcopilot.cli.render.terminal import (
+    print_incidents,
+    print_outbox,
+    print_relay,
+    print_scan,
+    print_writes,
+)
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import MlCopilotError, UsageError
 from mlcopilot.model import Incident, IncidentState, Severity
@@ -41,11 +54,9 @@ from mlcopilot.notify.delivery import relay as build_relay
 from mlcopilot.notify.relay import RelayReport
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.protocols import Catalog, StateStore, WalkLimits
-from mlcopilot.report import render_incidents_json, render_json, render_markdown, render_outbox_json
 from mlcopilot.scan import Progress as ScanProgress
 from mlcopilot.scan import ScanOptions, ScanResult, accept_baselines, scan
 from mlcopilot.settings import Settings, load_settings
-from mlcopilot.terminal import print_incidents, print_outbox, print_relay, print_scan, print_writes
 from mlcopilot.wiring import configured_checks, open_catalog, open_lite, open_state
 from mlcopilot.wording import count
 
@@ -711,7 +722,7 @@ def demo_command(
     ] = None,
 ) -> None:
     """Run the end-to-end demo on a fresh embedded DataHub catalog (no server needed)."""
-    from mlcopilot.demo import run_demo
+    from mlcopilot.cli.demo_run import run_demo
 
     settings = _settings()
     run_demo(

@@ -29,6 +29,7 @@ from rich.rule import Rule
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
+from mlcopilot.cli.render.terminal import print_scan
 from mlcopilot.clock import OffsetClock
 from mlcopilot.model import IncidentWrite
 from mlcopilot.names import short_name
@@ -39,7 +40,6 @@ from mlcopilot.notify.sinks.preview import Preview, PreviewGitHub, PreviewSlack
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
 from mlcopilot.store import default_state_url, open_store
-from mlcopilot.terminal import print_scan
 from mlcopilot.wording import count
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 
