@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
 from mlcopilot.config import PluginConfig
@@ -17,24 +17,24 @@ from mlcopilot.model import (
     CheckInfo,
     CheckOutcome,
     ColumnUsage,
+    Delivered,
     Edge,
     Finding,
     Incident,
     IncidentChanges,
     Lineage,
     Node,
-    Schema,
-    Severity,
-    Urn,
-    Write,
-)
-from mlcopilot.notify.codec import (
     NotifyRequest,
     OutboxItem,
     OutboxStatus,
-    OutboxStore,
     PlannedRow,
+    Schema,
+    Severity,
+    SinkName,
+    SinkRef,
+    Urn,
     WatchedGroup,
+    Write,
 )
 
 
@@ -141,6 +141,44 @@ class Check(Protocol):
 
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """Findings at ``node``, or the reason it lacked the metadata to decide."""
+        ...
+
+
+class OutboxStore(Protocol):
+    """The state store's side of the outbox, as the relay uses it."""
+
+    def claim(
+        self, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta
+    ) -> OutboxItem | None:
+        """Take the next deliverable row (due, first of its group and sink) for ``owner``."""
+        ...
+
+    def complete(
+        self, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
+    ) -> None:
+        """Mark ``item`` done and remember the sink reference it produced."""
+        ...
+
+    def fail(
+        self,
+        item: OutboxItem,
+        *,
+        owner: str,
+        error: str,
+        now: datetime,
+        retry_at: datetime | None,
+        uncertain: bool,
+        count_attempt: bool = True,
+    ) -> None:
+        """Put ``item`` back to ``pending`` until ``retry_at``, or ``dead`` when None."""
+        ...
+
+    def sink_ref(self, group_key: str, generation: int, sink: SinkName) -> SinkRef | None:
+        """Where a group lives in ``sink``, once its ``open`` row was delivered."""
+        ...
+
+    def next_due(self, *, sinks: Sequence[SinkName]) -> datetime | None:
+        """When the earliest waiting row of ``sinks`` becomes due (None: nothing waits)."""
         ...
 
 

@@ -1,481 +1,125 @@
-"""The product's own small, frozen domain types.
+"""The product's own small, frozen domain types, by what they describe.
 
-Catalog adapters translate DataHub aspects (SDK classes, GraphQL or MCP payloads) into these
-types at the boundary; checks, the walker, the store and the sinks only ever see these.
+- :mod:`~mlcopilot.model.catalog`: what the catalog says (urns, schemas, lineage, column usage);
+- :mod:`~mlcopilot.model.findings`: what the checks find and what becomes of it (check infos,
+  findings, incidents, baselines, reports);
+- :mod:`~mlcopilot.model.writes`: the write-back intents;
+- :mod:`~mlcopilot.model.notify`: notification groups, notifications and outbox rows.
+
+Every name is re-exported here, so ``from mlcopilot.model import Node`` works whichever module
+defines it. This package is the bottom layer: it imports nothing of mlcopilot's but ``names``.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass
-from dataclasses import field as _field
-from datetime import datetime
-from enum import StrEnum
-from typing import Literal
+from mlcopilot.model.catalog import (
+    TAG_PREFIX,
+    UNKNOWN_USAGE,
+    ColumnEdge,
+    ColumnUsage,
+    Deprecation,
+    Edge,
+    EdgeKind,
+    EntityType,
+    Lineage,
+    Node,
+    Schema,
+    SchemaField,
+    Urn,
+)
+from mlcopilot.model.findings import (
+    NOT_IN_CATALOG,
+    Baseline,
+    ChangeKind,
+    CheckInfo,
+    CheckOutcome,
+    CoverageGap,
+    Finding,
+    Incident,
+    IncidentChanges,
+    IncidentState,
+    IncidentType,
+    ModelReport,
+    Severity,
+    finding_id,
+)
+from mlcopilot.model.notify import (
+    NOTIFY_SINKS,
+    Action,
+    Delivered,
+    GroupSnapshot,
+    GroupState,
+    Member,
+    Notification,
+    NotifyPolicy,
+    NotifyRequest,
+    OutboxItem,
+    OutboxStatus,
+    PlannedRow,
+    SinkName,
+    SinkRef,
+    WatchedGroup,
+    dedupe_key,
+)
+from mlcopilot.model.writes import (
+    DocumentWrite,
+    IncidentWrite,
+    PropertyWrite,
+    TagWrite,
+    Write,
+)
 
 # Re-exported so code that names entities by ``model.short_name`` gets the one readable form.
 from mlcopilot.names import short_name as short_name
 
-Urn = str
-"""A DataHub URN, e.g. ``urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)``."""
-
-
-ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
-
-
-class Severity(StrEnum):
-    """How urgent a finding is; ordered by :attr:`rank` (critical is highest)."""
-
-    CRITICAL = "critical"
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-
-    @property
-    def rank(self) -> int:
-        """3 for critical down to 0 for low, so severities compare as numbers."""
-        return _RANK[self]
-
-    def at_least(self, other: Severity) -> bool:
-        """True when this severity is ``other`` or more urgent."""
-        return self.rank >= other.rank
-
-
-_RANK = {Severity.LOW: 0, Severity.MEDIUM: 1, Severity.HIGH: 2, Severity.CRITICAL: 3}
-
-
-class EntityType(StrEnum):
-    """The DataHub entity types the walk understands (the URN's entity-type segment)."""
-
-    ML_MODEL = "mlModel"
-    ML_MODEL_GROUP = "mlModelGroup"
-    ML_FEATURE = "mlFeature"
-    ML_FEATURE_TABLE = "mlFeatureTable"
-    ML_PRIMARY_KEY = "mlPrimaryKey"
-    DATASET = "dataset"
-    DATA_JOB = "dataJob"
-    DATA_PROCESS_INSTANCE = "dataProcessInstance"
-    OTHER = "other"
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaField:
-    """One column of a dataset schema, as DataHub's ``schemaMetadata`` describes it.
-
-    ``tags`` and ``terms`` merge the ingested field annotations with the ones edited in the UI
-    (``editableSchemaMetadata``), as URNs.
-    """
-
-    path: str
-    type: str
-    native_type: str = ""
-    description: str = ""
-    position: int = 0
-    tags: frozenset[Urn] = frozenset()
-    terms: frozenset[Urn] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class Schema:
-    """A dataset schema: its fields in declared order."""
-
-    fields: tuple[SchemaField, ...]
-
-    def by_path(self) -> dict[str, SchemaField]:
-        """The fields keyed by field path."""
-        return {f.path: f for f in self.fields}
-
-
-@dataclass(frozen=True, slots=True)
-class Deprecation:
-    """DataHub's ``deprecation`` aspect, reduced to what a user needs to act."""
-
-    note: str = ""
-    decommission_time: datetime | None = None
-    replacement: Urn | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnEdge:
-    """Column-level lineage: ``upstream_field`` of dataset ``upstream`` feeds ``downstream_field``.
-
-    Read from ``upstreamLineage.fineGrainedLineages`` of the downstream dataset.
-    """
-
-    upstream: Urn
-    upstream_field: str
-    downstream_field: str
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """One entity in a model's upstream lineage, with the metadata the checks read.
-
-    ``None`` always means "the catalog has no such metadata" (unknown), never "healthy".
-    ``exists`` is False for an entity that lineage references but the catalog has no aspect for.
-    """
-
-    urn: Urn
-    entity_type: EntityType
-    name: str
-    exists: bool = True
-    schema: Schema | None = None
-    tags: frozenset[Urn] = frozenset()
-    terms: frozenset[Urn] = frozenset()
-    structured_properties: Mapping[str, tuple[str | float, ...]] = _field(default_factory=dict)
-    custom_properties: Mapping[str, str] = _field(default_factory=dict)
-    deprecation: Deprecation | None = None
-    owners: tuple[Urn, ...] | None = None
-    """The owners' urns (users or groups) from DataHub's ``ownership`` aspect: empty when the
-    aspect lists none, None when the entity has no ``ownership`` aspect at all."""
-    removed: bool = False
-    last_updated: datetime | None = None
-    column_lineage: tuple[ColumnEdge, ...] = ()
-    source_columns: tuple[str, ...] = ()
-    """For an ML feature or primary key: the source-dataset columns it is computed from, when
-    the catalog says so (DataHub itself has no feature-to-column lineage)."""
-    trained_at: datetime | None = None
-    """For an ML model: when it was trained (``mlModelProperties.date``, ``created`` or the
-    training runs' times); the baseline for schema drift is the upstream schema as of then."""
-
-
-EdgeKind = Literal[
-    "feature",  # mlModelProperties.mlFeatures
-    "feature_source",  # mlFeatureProperties.sources / mlPrimaryKeyProperties.sources
-    "feature_table",  # mlFeatureTableProperties.mlFeatures (incoming Contains; not DataHub lineage)
-    "primary_key",  # mlFeatureTableProperties.mlPrimaryKeys
-    "training_data",  # mlModelTrainingData (not DataHub lineage)
-    "training_job",  # mlModelProperties.trainingJobs
-    "job_input",  # dataJobInputOutput inputs / dataProcessInstanceInput
-    "dataset_upstream",  # upstreamLineage.upstreams
-    "produced_by",  # dataJobInputOutput outputs / dataProcessInstanceOutput (incoming Produces)
+__all__ = [
+    "NOTIFY_SINKS",
+    "NOT_IN_CATALOG",
+    "TAG_PREFIX",
+    "UNKNOWN_USAGE",
+    "Action",
+    "Baseline",
+    "ChangeKind",
+    "CheckInfo",
+    "CheckOutcome",
+    "ColumnEdge",
+    "ColumnUsage",
+    "CoverageGap",
+    "Delivered",
+    "Deprecation",
+    "DocumentWrite",
+    "Edge",
+    "EdgeKind",
+    "EntityType",
+    "Finding",
+    "GroupSnapshot",
+    "GroupState",
+    "Incident",
+    "IncidentChanges",
+    "IncidentState",
+    "IncidentType",
+    "IncidentWrite",
+    "Lineage",
+    "Member",
+    "ModelReport",
+    "Node",
+    "Notification",
+    "NotifyPolicy",
+    "NotifyRequest",
+    "OutboxItem",
+    "OutboxStatus",
+    "PlannedRow",
+    "PropertyWrite",
+    "Schema",
+    "SchemaField",
+    "Severity",
+    "SinkName",
+    "SinkRef",
+    "TagWrite",
+    "Urn",
+    "WatchedGroup",
+    "Write",
+    "dedupe_key",
+    "finding_id",
+    "short_name",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """One upstream hop: ``upstream`` feeds ``downstream``."""
-
-    downstream: Urn
-    upstream: Urn
-    kind: EdgeKind
-
-
-@dataclass(frozen=True, slots=True)
-class Lineage:
-    """The upstream lineage of one model as walked: nodes, edges and honest coverage.
-
-    ``paths`` maps every reached urn to one shortest path from the model (model first).
-    ``truncated`` is True when a hop or node cap stopped the walk before it was complete.
-    """
-
-    root: Urn
-    nodes: Mapping[Urn, Node]
-    edges: tuple[Edge, ...]
-    paths: Mapping[Urn, tuple[Urn, ...]]
-    truncated: bool = False
-
-    def upstream_of(self, urn: Urn) -> list[Edge]:
-        """The edges whose downstream end is ``urn``."""
-        return [e for e in self.edges if e.downstream == urn]
-
-    def downstream_of(self, urn: Urn) -> list[Edge]:
-        """The edges whose upstream end is ``urn``."""
-        return [e for e in self.edges if e.upstream == urn]
-
-
-IncidentType = Literal[
-    "FRESHNESS", "VOLUME", "FIELD", "SQL", "DATA_SCHEMA", "OPERATIONAL", "CUSTOM"
-]
-"""DataHub's ``IncidentType`` enum (``incidentInfo.type``)."""
-
-TAG_PREFIX = "urn:li:tag:"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckInfo:
-    """What a check is, as everything downstream of its findings needs to know it.
-
-    Each check carries its own (``Check.info``), as sqlfluff's rules carry their name and
-    documentation: the write-back, the notifications and ``datahub setup`` read it, so a
-    third-party check needs no entry in any table of the product.
-    """
-
-    name: str
-    """The check's name, e.g. ``schema_drift`` (its entry-point name for a plugin)."""
-    title: str
-    """What a person calls the risk, e.g. ``Schema drift``."""
-    tag: Urn
-    """The tag the write-back puts on an entity with an open finding of this check."""
-    tag_description: str
-    """One sentence on what the tag means (``datahub setup`` writes it in the tag)."""
-    incident_type: IncidentType
-    """The DataHub incident type of its incidents."""
-    why: str
-    """Why the risk matters, as notifications say it."""
-    action: str
-    """What to do about a finding, as the incident document and notifications say it."""
-    custom_incident_type: str | None = None
-    """``incidentInfo.customType``: required when ``incident_type`` is ``CUSTOM``."""
-    folds_in: frozenset[str] = frozenset()
-    """Checks whose findings at an entity with an open finding of this one are its symptoms:
-    they join this check's notification group instead of notifying on their own (Alertmanager's
-    inhibition). Deprecation folds in schema drift and staleness."""
-    docs: str = ""
-    """The user documentation; empty means the check class's docstring."""
-
-    def __post_init__(self) -> None:
-        # A plugin's malformed info fails when its module is imported, so the registry
-        # skips it with this message instead of the scan failing on its first finding.
-        if not self.name or not self.title:
-            raise ValueError(f"check info {self.name!r}: name and title must not be empty")
-        if not self.tag.startswith(TAG_PREFIX) or self.tag == TAG_PREFIX:
-            raise ValueError(
-                f"check info {self.name!r}: tag {self.tag!r} is not a tag urn (urn:li:tag:...)"
-            )
-        if (self.incident_type == "CUSTOM") != bool(self.custom_incident_type):
-            raise ValueError(
-                f"check info {self.name!r}: custom_incident_type is required with "
-                f"incident_type CUSTOM and only then (got {self.custom_incident_type!r})"
-            )
-
-    @classmethod
-    def generic(cls, name: str) -> CheckInfo:
-        """What is known of a check that is no longer installed: only its name.
-
-        Its stored incidents still need a tag and a wording; they are derived from the name
-        by the same convention the built-in checks follow (``mlcopilot-<name>`` tags).
-        """
-        return cls(
-            name=name,
-            title=name.replace("_", " ").capitalize(),
-            tag=f"{TAG_PREFIX}mlcopilot-{name.replace('_', '-')}",
-            tag_description=f"A finding of the check {name!r} upstream of an ML model.",
-            incident_type="CUSTOM",
-            custom_incident_type=name.upper(),
-            why=f"Unknown: the check {name!r} is not installed here.",
-            action=f"Reinstall the check {name!r} for its advice, or resolve the incident.",
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One risk found at one entity on one model's upstream path.
-
-    ``id`` is stable across scans: a hash of model, check, entity and field only (no timestamps
-    or text), so the same risk seen again is recognised as the same incident.
-    """
-
-    check: str
-    """The name of the check that found it (a built-in or a plugin's)."""
-    severity: Severity
-    model: Urn
-    entity: Urn
-    field: str | None
-    message: str
-    path: tuple[Urn, ...]
-    change: ChangeKind | None = None
-    previous_field: str | None = None
-    evidence: Mapping[str, object] = _field(default_factory=dict)
-
-    @property
-    def id(self) -> str:
-        """The stable incident id of this finding."""
-        return finding_id(self.model, self.check, self.entity, self.field)
-
-
-def finding_id(model: Urn, check: str, entity: Urn, field_path: str | None) -> str:
-    """A stable 16-hex-digit id from what identifies a risk, never from when or how it was seen."""
-    key = "\x1f".join((model, check, entity, field_path or ""))
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckOutcome:
-    """What one check concluded about one node: findings, or why it could not tell."""
-
-    findings: tuple[Finding, ...] = ()
-    unknown: str | None = None
-    """Why the node lacked the metadata this check needs; None when the check could decide."""
-
-
-NOT_IN_CATALOG = CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
-"""What every check concludes about an entity that lineage references but the catalog lacks."""
-
-
-class IncidentState(StrEnum):
-    """Where an incident is in its lifecycle."""
-
-    OPEN = "open"
-    ACKNOWLEDGED = "acknowledged"
-    RESOLVED = "resolved"
-
-
-@dataclass(frozen=True, slots=True)
-class Incident:
-    """A finding tracked over time. ``generation`` counts recurrences after resolution."""
-
-    id: str
-    generation: int
-    state: IncidentState
-    check: str
-    severity: Severity
-    model: Urn
-    entity: Urn
-    field: str | None
-    change: ChangeKind | None
-    previous_field: str | None
-    message: str
-    path: tuple[Urn, ...]
-    evidence: Mapping[str, object]
-    opened_at: datetime
-    updated_at: datetime
-    resolved_at: datetime | None = None
-    acknowledged_at: datetime | None = None
-    acknowledged_by: str | None = None
-    resolution: str | None = None
-
-    @property
-    def key(self) -> str:
-        """``id`` plus generation: what names this occurrence in DataHub (incident and document)."""
-        return f"{self.id}-{self.generation}"
-
-    @property
-    def is_open(self) -> bool:
-        """True for open and acknowledged incidents."""
-        return self.state is not IncidentState.RESOLVED
-
-
-@dataclass(frozen=True, slots=True)
-class IncidentChanges:
-    """What one scan did to the incident set: new, still present (seen again), cleared."""
-
-    opened: tuple[Incident, ...] = ()
-    updated: tuple[Incident, ...] = ()
-    resolved: tuple[Incident, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class CoverageGap:
-    """An entity on a model's upstream path where lineage stops before reaching a dataset.
-
-    Nothing beyond it could be checked, so the model is not covered there: a gap is reported
-    as such, never as a clean result.
-    """
-
-    entity: Urn
-    reason: str
-    """What was missing, e.g. ``no upstream lineage recorded``."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelReport:
-    """The scan result for one model."""
-
-    urn: Urn
-    lineage: Lineage
-    findings: tuple[Finding, ...]
-    unknown: Mapping[Urn, tuple[str, ...]]
-    """Nodes that lacked metadata some check needed, with the reasons."""
-    errors: tuple[str, ...] = ()
-    gaps: tuple[CoverageGap, ...] = ()
-    """Where the model's lineage stops without reaching a dataset (see ``coverage.py``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnUsage:
-    """Which columns of one upstream node feed the model, as far as lineage can prove.
-
-    ``whole`` means the entity as a whole is consumed (e.g. it is the model's training data), so
-    every column feeds. ``columns`` feed for certain; ``unused`` are proven not to feed by
-    column-level lineage; when ``complete`` is True no column outside ``columns`` feeds.
-    Anything else is unknown.
-    """
-
-    whole: bool = False
-    columns: frozenset[str] = frozenset()
-    unused: frozenset[str] = frozenset()
-    complete: bool = False
-
-    def feeds(self, column: str) -> bool | None:
-        """True if ``column`` feeds the model, False if lineage proves it does not, else None."""
-        if self.whole or column in self.columns:
-            return True
-        if self.complete or column in self.unused:
-            return False
-        return None
-
-
-UNKNOWN_USAGE = ColumnUsage()
-
-
-@dataclass(frozen=True, slots=True)
-class Baseline:
-    """The schema of one upstream dataset that one model is known to work with.
-
-    ``source`` says where it came from: the catalog's aspect history as of the model's training
-    time, the first scan that saw the dataset, or a user accepting the current schema.
-    """
-
-    model: Urn
-    dataset: Urn
-    schema: Schema
-    source: Literal["history", "first_scan", "accepted"]
-    captured_at: datetime
-
-
-# --- Write-back intents: what the product wants the catalog to hold. Catalog adapters turn
-# --- them into DataHub aspects, compare with what is there and write only the difference.
-
-
-@dataclass(frozen=True, slots=True)
-class TagWrite:
-    """Tag ``tag`` should be present on (or absent from) ``entity``."""
-
-    entity: Urn
-    tag: Urn
-    present: bool
-
-
-@dataclass(frozen=True, slots=True)
-class PropertyWrite:
-    """Structured property ``property`` on ``entity`` should hold exactly ``values``.
-
-    An empty ``values`` removes the property. Other properties on the entity are kept.
-    """
-
-    entity: Urn
-    property: Urn
-    values: tuple[str | float, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class IncidentWrite:
-    """A native DataHub incident (``incidentInfo``) on a deterministic urn."""
-
-    urn: Urn
-    incident_type: str
-    custom_type: str | None
-    title: str
-    description: str
-    priority: int
-    entities: tuple[Urn, ...]
-    active: bool
-    created_at: datetime
-    status_changed_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentWrite:
-    """A DataHub ``document`` entity holding an incident's full context in markdown."""
-
-    urn: Urn
-    title: str
-    text: str
-    related_assets: tuple[Urn, ...]
-    created_at: datetime
-    modified_at: datetime
-
-
-Write = TagWrite | PropertyWrite | IncidentWrite | DocumentWrite

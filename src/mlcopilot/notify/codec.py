@@ -1,168 +1,64 @@
-"""The transactional outbox: what must reach DataHub, GitHub and Slack, as data.
+"""Outbox payloads as JSON, and the contract between the relay and its sinks.
 
-A scan stores its incident changes and the notifications they imply in one transaction (the
-outbox rows); the relay (:mod:`mlcopilot.notify.relay`) delivers them afterwards. A row's
-``dedupe_key`` is unique in the database, so two scanners that decide the same notification
-store it once. Rows hold rendered-ready content, never credentials.
+A GitHub or Slack outbox row stores one :class:`~mlcopilot.model.Notification` as JSON
+(``"v": 1``). :func:`encode_notification` and :func:`decode_notification` are the only writer
+and reader of that shape; rows already stored must keep reading back the same, so the layout
+is fixed (``tests/notify/test_codec.py`` holds rows the store wrote and checks that they
+re-encode to the same bytes).
 
-Row states::
-
-    pending ──claim──► sending ──ok──► done
-       ▲                  │
-       └──transient error─┤ (bounded, jittered backoff)
-                          └──permanent error / budget spent──► dead ──`outbox retry`──► pending
-    pending ──group resolved before it was sent──► cancelled
+The notification types live in :mod:`mlcopilot.model.notify`; they are re-exported here for
+the sinks and commands that import them from this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from enum import StrEnum
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from mlcopilot.model import CheckInfo, Incident, Severity, Urn
+from mlcopilot.model.findings import CheckInfo, Severity
+from mlcopilot.model.notify import (
+    NOTIFY_SINKS,
+    Action,
+    Delivered,
+    GroupSnapshot,
+    GroupState,
+    Member,
+    Notification,
+    NotifyPolicy,
+    NotifyRequest,
+    OutboxItem,
+    OutboxStatus,
+    PlannedRow,
+    SinkName,
+    SinkRef,
+    WatchedGroup,
+    dedupe_key,
+)
 
-SinkName = Literal["datahub", "github", "slack"]
-NOTIFY_SINKS: tuple[SinkName, ...] = ("github", "slack")
-"""The sinks that notify people (DataHub receives the write-back, not notifications)."""
-
-Action = Literal["writeback", "open", "update", "reminder", "resolve"]
-
-
-class OutboxStatus(StrEnum):
-    """Where an outbox row is in its delivery."""
-
-    PENDING = "pending"
-    SENDING = "sending"
-    DONE = "done"
-    DEAD = "dead"
-    CANCELLED = "cancelled"
-
-
-class GroupState(StrEnum):
-    """A notification group's lifecycle: one root cause, one issue, one Slack thread."""
-
-    OPEN = "open"
-    ACKNOWLEDGED = "acknowledged"
-    RESOLVED = "resolved"
-
-
-@dataclass(frozen=True, slots=True)
-class Member:
-    """One affected (model, entity, field) of a group, as it stood when the row was planned."""
-
-    incident_id: str
-    generation: int
-    check: str
-    severity: Severity
-    model: Urn
-    entity: Urn
-    field: str | None
-    change: str | None
-    previous_field: str | None
-    message: str
-    path: tuple[Urn, ...]
-    open: bool
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSnapshot:
-    """A group as a notification describes it: the root cause and every affected member.
-
-    ``infos`` are the infos of the group's check and its members' checks as they were when
-    the row was planned (see :func:`with_infos`); a row planned before rows carried them has
-    none, and the renderer falls back to the built-in checks' infos.
-    """
-
-    key: str
-    generation: int
-    check: str
-    entity: Urn
-    state: GroupState
-    opened_at: datetime
-    members: tuple[Member, ...]
-    resolved_at: datetime | None = None
-    acknowledged_by: str | None = None
-    infos: Mapping[str, CheckInfo] = field(default_factory=dict)
-
-    @property
-    def open_members(self) -> tuple[Member, ...]:
-        """Members still open."""
-        return tuple(m for m in self.members if m.open)
-
-    @property
-    def models(self) -> tuple[Urn, ...]:
-        """The affected models, sorted."""
-        return tuple(sorted({m.model for m in self.members}))
-
-    @property
-    def worst(self) -> Severity:
-        """The most severe open member's severity (of all members when none is open)."""
-        pool = self.open_members or self.members
-        return max((m.severity for m in pool), key=lambda s: s.rank)
-
-
-@dataclass(frozen=True, slots=True)
-class Notification:
-    """The content of one GitHub/Slack outbox row.
-
-    ``added`` and ``cleared`` name the members (incident ids) that joined or cleared since the
-    previous notification of the group: what an update is about.
-    """
-
-    action: Action
-    seq: int
-    group: GroupSnapshot
-    added: tuple[str, ...] = ()
-    cleared: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxItem:
-    """One stored outbox row."""
-
-    id: int
-    sink: SinkName
-    action: Action
-    group_key: str
-    group_generation: int
-    seq: int
-    dedupe_key: str
-    payload: Mapping[str, Any]
-    status: OutboxStatus
-    attempts: int
-    created_at: datetime
-    not_before: datetime
-    next_attempt_at: datetime
-    uncertain: bool = False
-    """A previous attempt may have reached the sink (it crashed or timed out after sending):
-    the sink must reconcile before sending again."""
-    last_error: str | None = None
-    warning: str | None = None
-    delivered_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SinkRef:
-    """Where a group lives in a sink: the GitHub issue, the Slack root message."""
-
-    sink: SinkName
-    key: str
-    """The issue number, or ``channel/ts``."""
-    url: str | None = None
-    data: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Delivered:
-    """What a sink did: the reference to remember (if new) and any warning to report."""
-
-    ref: SinkRef | None = None
-    warning: str | None = None
-    detail: Any = None
+__all__ = [
+    "NOTIFY_SINKS",
+    "Action",
+    "Delivered",
+    "DeliveryError",
+    "GroupSnapshot",
+    "GroupState",
+    "Member",
+    "Notification",
+    "NotifyPolicy",
+    "NotifyRequest",
+    "OutboxItem",
+    "OutboxStatus",
+    "PlannedRow",
+    "Sink",
+    "SinkName",
+    "SinkRef",
+    "WatchedGroup",
+    "decode_notification",
+    "dedupe_key",
+    "encode_notification",
+    "with_infos",
+]
 
 
 class DeliveryError(Exception):
@@ -201,109 +97,6 @@ class Sink(Protocol):
         Raises:
             DeliveryError: It could not (yet) be delivered.
         """
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class NotifyPolicy:
-    """When to notify, with Alertmanager's timing defaults.
-
-    ``group_wait`` holds a new group's first notification so related findings (from this
-    scan or a concurrent one) join it; ``group_interval`` is the least time between two
-    updates of a group; ``repeat_interval`` (None: never) reminds about a group that stays open
-    and unacknowledged.
-    """
-
-    group_wait: timedelta = timedelta(seconds=30)
-    group_interval: timedelta = timedelta(minutes=5)
-    repeat_interval: timedelta | None = timedelta(hours=4)
-    notify_resolved: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class NotifyRequest:
-    """What a scan asks the store to commit along with its incident changes.
-
-    ``sinks`` are the notification sinks configured now; ``writeback`` is the catalog plan
-    the DataHub sink will apply (empty: no write-back row).
-    """
-
-    policy: NotifyPolicy = NotifyPolicy()
-    sinks: tuple[SinkName, ...] = ()
-    writeback: Sequence[Mapping[str, Any]] = ()
-    infos: Mapping[str, CheckInfo] = field(default_factory=dict)
-    """Every check's info the scan knows: the grouping rule (``folds_in``) and what each
-    planned row carries so it stays deliverable if its check is uninstalled meanwhile."""
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedRow:
-    """An outbox row a scan would insert (what ``--dry-run`` shows)."""
-
-    sink: SinkName
-    action: Action
-    group_key: str
-    group_generation: int
-    seq: int
-    not_before: datetime
-    payload: Mapping[str, Any]
-
-    @property
-    def dedupe_key(self) -> str:
-        """Unique per notification: the database refuses a second row with it."""
-        return dedupe_key(self.sink, self.group_key, self.group_generation, self.action, self.seq)
-
-
-def dedupe_key(sink: str, group_key: str, generation: int, action: str, seq: int) -> str:
-    """``sink:group:generation:action:seq`` — the outbox's uniqueness key."""
-    return f"{sink}:{group_key}:{generation}:{action}:{seq}"
-
-
-@dataclass(frozen=True, slots=True)
-class WatchedGroup:
-    """An open, unacknowledged group: where it lives in each sink and its open incidents."""
-
-    key: str
-    generation: int
-    refs: Mapping[SinkName, SinkRef]
-    incidents: tuple[Incident, ...]
-
-
-class OutboxStore(Protocol):
-    """The state store's side of the outbox, as the relay uses it."""
-
-    def claim(
-        self, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta
-    ) -> OutboxItem | None:
-        """Take the next deliverable row (due, first of its group and sink) for ``owner``."""
-        ...
-
-    def complete(
-        self, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
-    ) -> None:
-        """Mark ``item`` done and remember the sink reference it produced."""
-        ...
-
-    def fail(
-        self,
-        item: OutboxItem,
-        *,
-        owner: str,
-        error: str,
-        now: datetime,
-        retry_at: datetime | None,
-        uncertain: bool,
-        count_attempt: bool = True,
-    ) -> None:
-        """Put ``item`` back to ``pending`` until ``retry_at``, or ``dead`` when None."""
-        ...
-
-    def sink_ref(self, group_key: str, generation: int, sink: SinkName) -> SinkRef | None:
-        """Where a group lives in ``sink``, once its ``open`` row was delivered."""
-        ...
-
-    def next_due(self, *, sinks: Sequence[SinkName]) -> datetime | None:
-        """When the earliest waiting row of ``sinks`` becomes due (None: nothing waits)."""
         ...
 
 

@@ -30,10 +30,10 @@ from mlcopilot.notify.codec import (
     Delivered,
     DeliveryError,
     OutboxItem,
-    OutboxStore,
     Sink,
     SinkName,
 )
+from mlcopilot.protocols import OutboxStore
 from mlcopilot.redact import redact, redact_exception
 
 log = logging.getLogger(__name__)

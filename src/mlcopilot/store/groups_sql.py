@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, select
 
-from mlcopilot.model import Urn
-from mlcopilot.notify.codec import GroupState, SinkRef, WatchedGroup
+from mlcopilot.model import GroupState, SinkRef, Urn, WatchedGroup
 from mlcopilot.store import schema as t
 from mlcopilot.store.rows import incident_from_mapping
 

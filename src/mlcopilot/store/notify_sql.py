@@ -17,17 +17,21 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from mlcopilot.model import CheckInfo, Incident, IncidentChanges, IncidentState, Urn
-from mlcopilot.notify.codec import (
+from mlcopilot.model import (
+    CheckInfo,
     GroupState,
+    Incident,
+    IncidentChanges,
+    IncidentState,
     Member,
     NotifyRequest,
     OutboxStatus,
     PlannedRow,
     SinkName,
+    Urn,
     dedupe_key,
-    with_infos,
 )
+from mlcopilot.notify.codec import with_infos
 from mlcopilot.notify.grouping import group_of, inhibitors
 from mlcopilot.notify.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.store import schema as t

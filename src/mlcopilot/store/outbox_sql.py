@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from mlcopilot.notify.codec import Delivered, OutboxItem, OutboxStatus, SinkName, SinkRef
+from mlcopilot.model import Delivered, OutboxItem, OutboxStatus, SinkName, SinkRef
 from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
 

@@ -55,21 +55,19 @@ from mlcopilot import incidents as lifecycle
 from mlcopilot.errors import StoreError, UsageError
 from mlcopilot.model import (
     Baseline,
+    Delivered,
     Incident,
     IncidentChanges,
     IncidentState,
-    Schema,
-    SchemaField,
-    Urn,
-)
-from mlcopilot.notify.codec import (
-    Delivered,
     NotifyRequest,
     OutboxItem,
     OutboxStatus,
     PlannedRow,
+    Schema,
+    SchemaField,
     SinkName,
     SinkRef,
+    Urn,
     WatchedGroup,
 )
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql
@@ -383,7 +381,7 @@ class SqlStore:
                 self._apply_plan(conn, planned, now=at, run_id=None)
         return done
 
-    # --- the outbox (see mlcopilot.notify.codec and mlcopilot.notify.relay)
+    # --- the outbox (see mlcopilot.model.notify and mlcopilot.notify.relay)
 
     def claim(
         self, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta

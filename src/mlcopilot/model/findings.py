@@ -1,0 +1,251 @@
+"""What the checks find and what becomes of it: findings, incidents, baselines, reports.
+
+A check describes itself with a :class:`CheckInfo`; its :class:`Finding` s are reconciled into
+:class:`Incident` s that the store tracks over time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as _field
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from mlcopilot.model.catalog import TAG_PREFIX, Lineage, Schema, Urn
+
+ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
+
+
+class Severity(StrEnum):
+    """How urgent a finding is; ordered by :attr:`rank` (critical is highest)."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """3 for critical down to 0 for low, so severities compare as numbers."""
+        return _RANK[self]
+
+    def at_least(self, other: Severity) -> bool:
+        """True when this severity is ``other`` or more urgent."""
+        return self.rank >= other.rank
+
+
+_RANK = {Severity.LOW: 0, Severity.MEDIUM: 1, Severity.HIGH: 2, Severity.CRITICAL: 3}
+
+
+IncidentType = Literal[
+    "FRESHNESS", "VOLUME", "FIELD", "SQL", "DATA_SCHEMA", "OPERATIONAL", "CUSTOM"
+]
+"""DataHub's ``IncidentType`` enum (``incidentInfo.type``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInfo:
+    """What a check is, as everything downstream of its findings needs to know it.
+
+    Each check carries its own (``Check.info``), as sqlfluff's rules carry their name and
+    documentation: the write-back, the notifications and ``datahub setup`` read it, so a
+    third-party check needs no entry in any table of the product.
+    """
+
+    name: str
+    """The check's name, e.g. ``schema_drift`` (its entry-point name for a plugin)."""
+    title: str
+    """What a person calls the risk, e.g. ``Schema drift``."""
+    tag: Urn
+    """The tag the write-back puts on an entity with an open finding of this check."""
+    tag_description: str
+    """One sentence on what the tag means (``datahub setup`` writes it in the tag)."""
+    incident_type: IncidentType
+    """The DataHub incident type of its incidents."""
+    why: str
+    """Why the risk matters, as notifications say it."""
+    action: str
+    """What to do about a finding, as the incident document and notifications say it."""
+    custom_incident_type: str | None = None
+    """``incidentInfo.customType``: required when ``incident_type`` is ``CUSTOM``."""
+    folds_in: frozenset[str] = frozenset()
+    """Checks whose findings at an entity with an open finding of this one are its symptoms:
+    they join this check's notification group instead of notifying on their own (Alertmanager's
+    inhibition). Deprecation folds in schema drift and staleness."""
+    docs: str = ""
+    """The user documentation; empty means the check class's docstring."""
+
+    def __post_init__(self) -> None:
+        # A plugin's malformed info fails when its module is imported, so the registry
+        # skips it with this message instead of the scan failing on its first finding.
+        if not self.name or not self.title:
+            raise ValueError(f"check info {self.name!r}: name and title must not be empty")
+        if not self.tag.startswith(TAG_PREFIX) or self.tag == TAG_PREFIX:
+            raise ValueError(
+                f"check info {self.name!r}: tag {self.tag!r} is not a tag urn (urn:li:tag:...)"
+            )
+        if (self.incident_type == "CUSTOM") != bool(self.custom_incident_type):
+            raise ValueError(
+                f"check info {self.name!r}: custom_incident_type is required with "
+                f"incident_type CUSTOM and only then (got {self.custom_incident_type!r})"
+            )
+
+    @classmethod
+    def generic(cls, name: str) -> CheckInfo:
+        """What is known of a check that is no longer installed: only its name.
+
+        Its stored incidents still need a tag and a wording; they are derived from the name
+        by the same convention the built-in checks follow (``mlcopilot-<name>`` tags).
+        """
+        return cls(
+            name=name,
+            title=name.replace("_", " ").capitalize(),
+            tag=f"{TAG_PREFIX}mlcopilot-{name.replace('_', '-')}",
+            tag_description=f"A finding of the check {name!r} upstream of an ML model.",
+            incident_type="CUSTOM",
+            custom_incident_type=name.upper(),
+            why=f"Unknown: the check {name!r} is not installed here.",
+            action=f"Reinstall the check {name!r} for its advice, or resolve the incident.",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One risk found at one entity on one model's upstream path.
+
+    ``id`` is stable across scans: a hash of model, check, entity and field only (no timestamps
+    or text), so the same risk seen again is recognised as the same incident.
+    """
+
+    check: str
+    """The name of the check that found it (a built-in or a plugin's)."""
+    severity: Severity
+    model: Urn
+    entity: Urn
+    field: str | None
+    message: str
+    path: tuple[Urn, ...]
+    change: ChangeKind | None = None
+    previous_field: str | None = None
+    evidence: Mapping[str, object] = _field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The stable incident id of this finding."""
+        return finding_id(self.model, self.check, self.entity, self.field)
+
+
+def finding_id(model: Urn, check: str, entity: Urn, field_path: str | None) -> str:
+    """A stable 16-hex-digit id from what identifies a risk, never from when or how it was seen."""
+    key = "\x1f".join((model, check, entity, field_path or ""))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """What one check concluded about one node: findings, or why it could not tell."""
+
+    findings: tuple[Finding, ...] = ()
+    unknown: str | None = None
+    """Why the node lacked the metadata this check needs; None when the check could decide."""
+
+
+NOT_IN_CATALOG = CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
+"""What every check concludes about an entity that lineage references but the catalog lacks."""
+
+
+class IncidentState(StrEnum):
+    """Where an incident is in its lifecycle."""
+
+    OPEN = "open"
+    ACKNOWLEDGED = "acknowledged"
+    RESOLVED = "resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """A finding tracked over time. ``generation`` counts recurrences after resolution."""
+
+    id: str
+    generation: int
+    state: IncidentState
+    check: str
+    severity: Severity
+    model: Urn
+    entity: Urn
+    field: str | None
+    change: ChangeKind | None
+    previous_field: str | None
+    message: str
+    path: tuple[Urn, ...]
+    evidence: Mapping[str, object]
+    opened_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None = None
+    acknowledged_at: datetime | None = None
+    acknowledged_by: str | None = None
+    resolution: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``id`` plus generation: what names this occurrence in DataHub (incident and document)."""
+        return f"{self.id}-{self.generation}"
+
+    @property
+    def is_open(self) -> bool:
+        """True for open and acknowledged incidents."""
+        return self.state is not IncidentState.RESOLVED
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentChanges:
+    """What one scan did to the incident set: new, still present (seen again), cleared."""
+
+    opened: tuple[Incident, ...] = ()
+    updated: tuple[Incident, ...] = ()
+    resolved: tuple[Incident, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageGap:
+    """An entity on a model's upstream path where lineage stops before reaching a dataset.
+
+    Nothing beyond it could be checked, so the model is not covered there: a gap is reported
+    as such, never as a clean result.
+    """
+
+    entity: Urn
+    reason: str
+    """What was missing, e.g. ``no upstream lineage recorded``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReport:
+    """The scan result for one model."""
+
+    urn: Urn
+    lineage: Lineage
+    findings: tuple[Finding, ...]
+    unknown: Mapping[Urn, tuple[str, ...]]
+    """Nodes that lacked metadata some check needed, with the reasons."""
+    errors: tuple[str, ...] = ()
+    gaps: tuple[CoverageGap, ...] = ()
+    """Where the model's lineage stops without reaching a dataset (see ``coverage.py``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The schema of one upstream dataset that one model is known to work with.
+
+    ``source`` says where it came from: the catalog's aspect history as of the model's training
+    time, the first scan that saw the dataset, or a user accepting the current schema.
+    """
+
+    model: Urn
+    dataset: Urn
+    schema: Schema
+    source: Literal["history", "first_scan", "accepted"]
+    captured_at: datetime

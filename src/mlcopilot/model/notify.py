@@ -1,0 +1,228 @@
+"""What notifying people is made of: groups and their members, notifications, outbox rows.
+
+A scan stores its incident changes and the notifications they imply in one transaction (the
+outbox rows); the relay (:mod:`mlcopilot.notify.relay`) delivers them afterwards. A row's
+``dedupe_key`` is unique in the database, so two scanners that decide the same notification
+store it once. Rows hold rendered-ready content, never credentials.
+
+Row states::
+
+    pending ──claim──► sending ──ok──► done
+       ▲                  │
+       └──transient error─┤ (bounded, jittered backoff)
+                          └──permanent error / budget spent──► dead ──`outbox retry`──► pending
+    pending ──group resolved before it was sent──► cancelled
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from mlcopilot.model.catalog import Urn
+from mlcopilot.model.findings import CheckInfo, Incident, IncidentState, Severity
+
+SinkName = Literal["datahub", "github", "slack"]
+NOTIFY_SINKS: tuple[SinkName, ...] = ("github", "slack")
+"""The sinks that notify people (DataHub receives the write-back, not notifications)."""
+
+Action = Literal["writeback", "open", "update", "reminder", "resolve"]
+
+
+class OutboxStatus(StrEnum):
+    """Where an outbox row is in its delivery."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    DONE = "done"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+
+GroupState = IncidentState
+"""A notification group's lifecycle (one root cause, one issue, one Slack thread): the same
+open, acknowledged, resolved as its incidents', so it is the same enum."""
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One affected (model, entity, field) of a group, as it stood when the row was planned."""
+
+    incident_id: str
+    generation: int
+    check: str
+    severity: Severity
+    model: Urn
+    entity: Urn
+    field: str | None
+    change: str | None
+    previous_field: str | None
+    message: str
+    path: tuple[Urn, ...]
+    open: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """A group as a notification describes it: the root cause and every affected member.
+
+    ``infos`` are the infos of the group's check and its members' checks as they were when
+    the row was planned (see :func:`mlcopilot.notify.codec.with_infos`); a row planned before
+    rows carried them has none, and the renderer falls back to the built-in checks' infos.
+    """
+
+    key: str
+    generation: int
+    check: str
+    entity: Urn
+    state: GroupState
+    opened_at: datetime
+    members: tuple[Member, ...]
+    resolved_at: datetime | None = None
+    acknowledged_by: str | None = None
+    infos: Mapping[str, CheckInfo] = field(default_factory=dict)
+
+    @property
+    def open_members(self) -> tuple[Member, ...]:
+        """Members still open."""
+        return tuple(m for m in self.members if m.open)
+
+    @property
+    def models(self) -> tuple[Urn, ...]:
+        """The affected models, sorted."""
+        return tuple(sorted({m.model for m in self.members}))
+
+    @property
+    def worst(self) -> Severity:
+        """The most severe open member's severity (of all members when none is open)."""
+        pool = self.open_members or self.members
+        return max((m.severity for m in pool), key=lambda s: s.rank)
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """The content of one GitHub/Slack outbox row.
+
+    ``added`` and ``cleared`` name the members (incident ids) that joined or cleared since the
+    previous notification of the group: what an update is about.
+    """
+
+    action: Action
+    seq: int
+    group: GroupSnapshot
+    added: tuple[str, ...] = ()
+    cleared: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """One stored outbox row."""
+
+    id: int
+    sink: SinkName
+    action: Action
+    group_key: str
+    group_generation: int
+    seq: int
+    dedupe_key: str
+    payload: Mapping[str, Any]
+    status: OutboxStatus
+    attempts: int
+    created_at: datetime
+    not_before: datetime
+    next_attempt_at: datetime
+    uncertain: bool = False
+    """A previous attempt may have reached the sink (it crashed or timed out after sending):
+    the sink must reconcile before sending again."""
+    last_error: str | None = None
+    warning: str | None = None
+    delivered_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SinkRef:
+    """Where a group lives in a sink: the GitHub issue, the Slack root message."""
+
+    sink: SinkName
+    key: str
+    """The issue number, or ``channel/ts``."""
+    url: str | None = None
+    data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """What a sink did: the reference to remember (if new) and any warning to report."""
+
+    ref: SinkRef | None = None
+    warning: str | None = None
+    detail: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyPolicy:
+    """When to notify, with Alertmanager's timing defaults.
+
+    ``group_wait`` holds a new group's first notification so related findings (from this
+    scan or a concurrent one) join it; ``group_interval`` is the least time between two
+    updates of a group; ``repeat_interval`` (None: never) reminds about a group that stays open
+    and unacknowledged.
+    """
+
+    group_wait: timedelta = timedelta(seconds=30)
+    group_interval: timedelta = timedelta(minutes=5)
+    repeat_interval: timedelta | None = timedelta(hours=4)
+    notify_resolved: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyRequest:
+    """What a scan asks the store to commit along with its incident changes.
+
+    ``sinks`` are the notification sinks configured now; ``writeback`` is the catalog plan
+    the DataHub sink will apply (empty: no write-back row).
+    """
+
+    policy: NotifyPolicy = NotifyPolicy()
+    sinks: tuple[SinkName, ...] = ()
+    writeback: Sequence[Mapping[str, Any]] = ()
+    infos: Mapping[str, CheckInfo] = field(default_factory=dict)
+    """Every check's info the scan knows: the grouping rule (``folds_in``) and what each
+    planned row carries so it stays deliverable if its check is uninstalled meanwhile."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRow:
+    """An outbox row a scan would insert (what ``--dry-run`` shows)."""
+
+    sink: SinkName
+    action: Action
+    group_key: str
+    group_generation: int
+    seq: int
+    not_before: datetime
+    payload: Mapping[str, Any]
+
+    @property
+    def dedupe_key(self) -> str:
+        """Unique per notification: the database refuses a second row with it."""
+        return dedupe_key(self.sink, self.group_key, self.group_generation, self.action, self.seq)
+
+
+def dedupe_key(sink: str, group_key: str, generation: int, action: str, seq: int) -> str:
+    """``sink:group:generation:action:seq`` — the outbox's uniqueness key."""
+    return f"{sink}:{group_key}:{generation}:{action}:{seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedGroup:
+    """An open, unacknowledged group: where it lives in each sink and its open incidents."""
+
+    key: str
+    generation: int
+    refs: Mapping[SinkName, SinkRef]
+    incidents: tuple[Incident, ...]
