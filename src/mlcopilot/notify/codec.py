@@ -4,7 +4,8 @@ A GitHub or Slack outbox row stores one :class:`~mlcopilot.model.Notification` a
 (``"v": 1``). :func:`encode_notification` and :func:`decode_notification` are the only writer
 and reader of that shape; rows already stored must keep reading back the same, so the layout
 is fixed (``tests/notify/test_codec.py`` holds rows the store wrote and checks that they
-re-encode to the same bytes).
+re-encode to the same bytes). Reading validates through pydantic, so a damaged row fails
+with a :class:`PayloadError` that names the bad key instead of a ``KeyError``.
 
 The notification types live in :mod:`mlcopilot.model.notify`; they are re-exported here for
 the sinks and commands that import them from this module.
@@ -13,10 +14,12 @@ the sinks and commands that import them from this module.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from datetime import timedelta
+from typing import Any, Final, Protocol
 
-from mlcopilot.model.findings import CheckInfo, Severity
+from pydantic import TypeAdapter, ValidationError
+
+from mlcopilot.model.findings import CheckInfo
 from mlcopilot.model.notify import (
     NOTIFY_SINKS,
     Action,
@@ -38,6 +41,7 @@ from mlcopilot.model.notify import (
 
 __all__ = [
     "NOTIFY_SINKS",
+    "PAYLOAD_VERSION",
     "Action",
     "Delivered",
     "DeliveryError",
@@ -49,6 +53,7 @@ __all__ = [
     "NotifyRequest",
     "OutboxItem",
     "OutboxStatus",
+    "PayloadError",
     "PlannedRow",
     "Sink",
     "SinkName",
@@ -100,14 +105,26 @@ class Sink(Protocol):
         ...
 
 
-# --- payload encoding: rows hold JSON; these are the only readers and writers of its shape
+# --- payload encoding
+
+PAYLOAD_VERSION: Final = 1
+"""The ``v`` of every notification payload this version writes and the only one it reads."""
+
+_NOTIFICATION: Final = TypeAdapter(Notification)
+# A member's stored keys are its fields in their order, so pydantic writes them; the group
+# and the infos keep their own key order and formats (isoformat times, sorted sets) by hand.
+_MEMBERS: Final = TypeAdapter(tuple[Member, ...])
+
+
+class PayloadError(ValueError):
+    """An outbox payload that is not a notification this version can read."""
 
 
 def encode_notification(notification: Notification) -> dict[str, Any]:
     """``notification`` as the JSON an outbox row stores."""
     group = notification.group
     return {
-        "v": 1,
+        "v": PAYLOAD_VERSION,
         "action": notification.action,
         "seq": notification.seq,
         "added": list(notification.added),
@@ -122,23 +139,7 @@ def encode_notification(notification: Notification) -> dict[str, Any]:
             "opened_at": group.opened_at.isoformat(),
             "resolved_at": group.resolved_at.isoformat() if group.resolved_at else None,
             "acknowledged_by": group.acknowledged_by,
-            "members": [
-                {
-                    "incident_id": m.incident_id,
-                    "generation": m.generation,
-                    "check": m.check,
-                    "severity": m.severity.value,
-                    "model": m.model,
-                    "entity": m.entity,
-                    "field": m.field,
-                    "change": m.change,
-                    "previous_field": m.previous_field,
-                    "message": m.message,
-                    "path": list(m.path),
-                    "open": m.open,
-                }
-                for m in group.members
-            ],
+            "members": _MEMBERS.dump_python(group.members, mode="json"),
             **({"checks": _encode_infos(group.infos)} if group.infos else {}),
         },
     }
@@ -157,74 +158,65 @@ def with_infos(payload: Mapping[str, Any], infos: Mapping[str, CheckInfo]) -> di
 
 
 def _encode_infos(infos: Mapping[str, CheckInfo]) -> dict[str, Any]:
-    return {name: _encode_info(infos[name]) for name in sorted(infos)}
-
-
-def _encode_info(info: CheckInfo) -> dict[str, Any]:
     # The docs stay out: notifications do not show them, and they can be long.
     return {
-        "name": info.name,
-        "title": info.title,
-        "tag": info.tag,
-        "tag_description": info.tag_description,
-        "incident_type": info.incident_type,
-        "custom_incident_type": info.custom_incident_type,
-        "why": info.why,
-        "action": info.action,
-        "folds_in": sorted(info.folds_in),
+        name: {
+            "name": info.name,
+            "title": info.title,
+            "tag": info.tag,
+            "tag_description": info.tag_description,
+            "incident_type": info.incident_type,
+            "custom_incident_type": info.custom_incident_type,
+            "why": info.why,
+            "action": info.action,
+            "folds_in": sorted(info.folds_in),
+        }
+        for name, info in sorted(infos.items())
     }
 
 
-def _decode_info(raw: Mapping[str, Any]) -> CheckInfo:
-    return CheckInfo(
-        name=raw["name"],
-        title=raw["title"],
-        tag=raw["tag"],
-        tag_description=raw.get("tag_description", ""),
-        incident_type=raw["incident_type"],
-        custom_incident_type=raw.get("custom_incident_type"),
-        why=raw.get("why", ""),
-        action=raw.get("action", ""),
-        folds_in=frozenset(raw.get("folds_in", ())),
-    )
-
-
 def decode_notification(payload: Mapping[str, Any]) -> Notification:
-    """The :class:`Notification` an outbox row's JSON holds."""
-    g = payload["group"]
-    group = GroupSnapshot(
-        key=g["key"],
-        generation=int(g["generation"]),
-        check=g["check"],
-        entity=g["entity"],
-        state=GroupState(g["state"]),
-        opened_at=datetime.fromisoformat(g["opened_at"]),
-        resolved_at=datetime.fromisoformat(g["resolved_at"]) if g.get("resolved_at") else None,
-        acknowledged_by=g.get("acknowledged_by"),
-        members=tuple(
-            Member(
-                incident_id=m["incident_id"],
-                generation=int(m["generation"]),
-                check=m["check"],
-                severity=Severity(m["severity"]),
-                model=m["model"],
-                entity=m["entity"],
-                field=m.get("field"),
-                change=m.get("change"),
-                previous_field=m.get("previous_field"),
-                message=m["message"],
-                path=tuple(m.get("path", ())),
-                open=bool(m["open"]),
-            )
-            for m in g["members"]
-        ),
-        infos={name: _decode_info(raw) for name, raw in g.get("checks", {}).items()},
-    )
-    return Notification(
-        action=payload["action"],
-        seq=int(payload["seq"]),
-        group=group,
-        added=tuple(payload.get("added", ())),
-        cleared=tuple(payload.get("cleared", ())),
-        changed=tuple(payload.get("changed", ())),
-    )
+    """The :class:`Notification` an outbox row's JSON holds.
+
+    Keys this version does not know (``base``, which the policy adds) are ignored.
+
+    Raises:
+        PayloadError: The payload is of another version, or a key is missing or malformed;
+            the message names each bad key by its path, e.g. ``group.members.0.severity``.
+    """
+    version = payload.get("v")
+    if version != PAYLOAD_VERSION:
+        raise PayloadError(
+            f"outbox payload version {version!r} is not {PAYLOAD_VERSION}, the only one this "
+            "mlcopilot reads (was it written by a newer mlcopilot?)"
+        )
+    data = dict(payload)
+    group = data.get("group")
+    if isinstance(group, Mapping) and "checks" in group:
+        # Stored as ``checks``; the dataclass field is ``infos``.
+        data["group"] = {k: v for k, v in group.items() if k != "checks"} | {
+            "infos": group["checks"]
+        }
+    try:
+        return _NOTIFICATION.validate_python(data)
+    except ValidationError as exc:
+        raise PayloadError(f"outbox payload: {_problems(exc)}") from exc
+
+
+def _problems(exc: ValidationError, shown: int = 3) -> str:
+    """The first ``shown`` errors as ``path: message (got value)``, in the stored key names."""
+    problems = []
+    for error in exc.errors(include_url=False)[:shown]:
+        loc = [
+            "checks" if part == "infos" and i == 1 else str(part)
+            for i, part in enumerate(error["loc"])
+        ]
+        value = error.get("input")
+        got = (
+            f" (got {value!r})"
+            if error["type"] != "missing" and isinstance(value, str | int | float | bool | None)
+            else ""
+        )
+        problems.append(f"{'.'.join(loc)}: {error['msg']}{got}")
+    more = exc.error_count() - shown
+    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
