@@ -36,6 +36,14 @@ CONTAINS = ("Contains",)
 """Relationship from a feature table to its features (the ``feature_table`` hop)."""
 RELATIONSHIP_PAGE = 1000
 
+_RELATED = """
+fragment related on EntityRelationshipsResult {
+  start
+  count
+  total
+  relationships { type entity { urn type } }
+}
+"""
 _RAW = "aspects(input: $aspects) { aspectName payload }"
 _PRODUCERS = "producers: relationships(input: $producers) { ...related }"
 _TABLES = "tables: relationships(input: $tables) { ...related }"
@@ -65,53 +73,39 @@ query mlcopilotEntities(
     ... on DataProcessInstance {{ {_PRODUCERS} }}
   }}
 }}
-
-fragment related on EntityRelationshipsResult {{
-  start
-  count
-  total
-  relationships {{ type entity {{ urn type }} }}
-}}
-"""
+{_RELATED}"""
 """One batch of entities: raw aspects, the latest operation, and who writes or contains them."""
 
-RELATIONSHIPS = """
-query mlcopilotRelationships($urn: String!, $input: RelationshipsInput!) {
-  entity(urn: $urn) {
+RELATIONSHIPS = f"""
+query mlcopilotRelationships($urn: String!, $input: RelationshipsInput!) {{
+  entity(urn: $urn) {{
     urn
-    relationships(input: $input) {
-      start
-      count
-      total
-      relationships { type entity { urn type } }
-    }
-  }
-}
-"""
+    relationships(input: $input) {{ ...related }}
+  }}
+}}
+{_RELATED}"""
 """The next page of one entity's incoming relationships (rare: over 1000 producers)."""
 
-LINEAGE = """
-query mlcopilotLineage($input: ScrollAcrossLineageInput!) {
-  scrollAcrossLineage(input: $input) {
-    nextScrollId
-    count
-    total
-    isPartial
-    searchResults { degree entity { urn type } }
-  }
-}
+_SCROLL_PAGE = "nextScrollId count total"
+"""What every page of a scroll says besides its results: where the next page starts."""
+
+LINEAGE = f"""
+query mlcopilotLineage($input: ScrollAcrossLineageInput!) {{
+  scrollAcrossLineage(input: $input) {{
+    {_SCROLL_PAGE} isPartial
+    searchResults {{ degree entity {{ urn type }} }}
+  }}
+}}
 """
 """One page of everything upstream of one urn, over every hop DataHub's index knows."""
 
-SEARCH = """
-query mlcopilotSearch($input: ScrollAcrossEntitiesInput!) {
-  scrollAcrossEntities(input: $input) {
-    nextScrollId
-    count
-    total
-    searchResults { entity { urn type } }
-  }
-}
+SEARCH = f"""
+query mlcopilotSearch($input: ScrollAcrossEntitiesInput!) {{
+  scrollAcrossEntities(input: $input) {{
+    {_SCROLL_PAGE}
+    searchResults {{ entity {{ urn type }} }}
+  }}
+}}
 """
 """One page of urns of some entity types from the search index."""
 
@@ -176,25 +170,17 @@ def lineage_variables(
     """Variables of :data:`LINEAGE`.
 
     The ``degree`` facet is the only hop control DataHub has (``"3+"`` means unbounded).
-    Soft-deleted entities are included (the walk reports them as removed), and the one-day
-    lineage cache is skipped so a scan sees today's lineage.
+    The walk reports soft-deleted entities as removed, and the one-day lineage cache is
+    skipped so a scan sees today's lineage.
     """
     return {
         "input": {
             "urn": urn,
             "direction": "UPSTREAM",
-            "count": count,
-            "scrollId": scroll_id,
-            "keepAlive": "5m",
             "orFilters": [
                 {"and": [{"field": "degree", "condition": "EQUAL", "values": list(degrees)}]}
             ],
-            "searchFlags": {
-                "skipCache": True,
-                "skipHighlighting": True,
-                "skipAggregates": True,
-                "includeSoftDeleted": True,
-            },
+            **_scroll(count, scroll_id, skipCache=True),
         }
     }
 
@@ -202,21 +188,27 @@ def lineage_variables(
 def search_variables(types: Sequence[str], count: int, scroll_id: str | None) -> dict[str, Any]:
     """Variables of :data:`SEARCH` for any GraphQL ``EntityType`` names (e.g. ``MLMODEL``).
 
-    Soft-deleted entities are included: the catalog decides from their aspects, as Lite does.
+    The catalog decides about soft-deleted entities from their aspects, as Lite does.
+    """
+    return {"input": {"types": list(types), "query": "*", **_scroll(count, scroll_id)}}
+
+
+def _scroll(count: int, scroll_id: str | None, **flags: bool) -> dict[str, Any]:
+    """The paging part of a scroll's input, the same for lineage and search.
+
+    Soft-deleted entities are included (the callers decide about them), and nothing is
+    highlighted or aggregated: only urns are read.
     """
     return {
-        "input": {
-            "types": list(types),
-            "query": "*",
-            "count": count,
-            "scrollId": scroll_id,
-            "keepAlive": "5m",
-            "searchFlags": {
-                "skipHighlighting": True,
-                "skipAggregates": True,
-                "includeSoftDeleted": True,
-            },
-        }
+        "count": count,
+        "scrollId": scroll_id,
+        "keepAlive": "5m",
+        "searchFlags": {
+            **flags,
+            "skipHighlighting": True,
+            "skipAggregates": True,
+            "includeSoftDeleted": True,
+        },
     }
 
 
