@@ -29,11 +29,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.lite.sqlite_lite import SqliteLite
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 
-from benchmarks.generate import Shape, generate
+from benchmarks.generate import Shape, generate, wrappers
 from mlcopilot.catalog.lite import LiteCatalog
 
 CACHE = Path(__file__).resolve().parent / ".cache"
@@ -71,7 +70,7 @@ def ensure(name: str, shape: Shape, *, loader: Loader = "ingest", log: Any = pri
 
 def ingest(records: Iterable[dict[str, Any]], path: Path) -> int:
     """Load file-sink records through the product's Lite loader path."""
-    mcps = [MetadataChangeProposalWrapper.from_obj(record) for record in records]
+    mcps = wrappers(records)
     with LiteCatalog(path, create=True) as catalog:
         catalog.ingest(mcps)
     return len(mcps)

@@ -16,7 +16,7 @@ import argparse
 import json
 import random
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,8 @@ def _dataset(
     fields = [
         m.SchemaFieldClass(
             fieldPath=f"c{f}",
-            type=m.SchemaFieldDataTypeClass(type=m.StringTypeClass()),
+            # The SDK's generated __init__ has no annotations.
+            type=m.SchemaFieldDataTypeClass(type=m.StringTypeClass()),  # type: ignore[no-untyped-call]
             nativeDataType="string",
             globalTags=m.GlobalTagsClass(tags=[m.TagAssociationClass(pii)])
             if f == 1 and rng.random() < shape.pii
@@ -200,6 +201,18 @@ def _mcp(urn: str, aspect: Any) -> dict[str, Any]:
         systemMetadata=m.SystemMetadataClass(lastObserved=NOW_MS - 2 * 10**9),
     )
     return wrapper.to_obj(simplified_structure=True)
+
+
+def wrappers(records: Iterable[dict[str, Any]]) -> list[MetadataChangeProposalWrapper]:
+    """The records as MCP wrappers, as the product's loader reads them."""
+    mcps = []
+    for record in records:
+        mcp = MetadataChangeProposalWrapper.from_obj(record)
+        # from_obj falls back to a raw proposal for an aspect the SDK does not know: here
+        # that would be a generator bug.
+        assert isinstance(mcp, MetadataChangeProposalWrapper), record
+        mcps.append(mcp)
+    return mcps
 
 
 def write(shape: Shape, path: Path) -> int:

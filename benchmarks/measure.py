@@ -34,7 +34,7 @@ import tempfile
 import time
 import urllib.request
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -137,19 +137,26 @@ class _Reads:
         graphql, batch_get = GmsClient.graphql, GmsClient.batch_get
         reads = self
 
-        def counted_graphql(client: GmsClient, operation: str, query: str, variables: Any) -> Any:
+        # Parameters named as the methods name them, so the wrappers have their signatures.
+        def counted_graphql(
+            self: GmsClient, operation: str, query: str, variables: Mapping[str, Any]
+        ) -> dict[str, Any]:
             if operation == "mlcopilotEntities":
                 reads.entities += len(variables.get("urns") or ())
-            return graphql(client, operation, query, variables)
+            return graphql(self, operation, query, variables)
 
         def counted_batch_get(
-            client: GmsClient, entity_type: str, items: Any, *, system_metadata: bool = False
-        ) -> Any:
+            self: GmsClient,
+            entity_type: str,
+            items: Sequence[dict[str, Any]],
+            *,
+            system_metadata: bool = False,
+        ) -> list[dict[str, Any]]:
             if system_metadata:
                 reads.versions += len(items)
             else:
                 reads.entities += len(items)
-            return batch_get(client, entity_type, items, system_metadata=system_metadata)
+            return batch_get(self, entity_type, items, system_metadata=system_metadata)
 
         GmsClient.graphql = counted_graphql  # type: ignore[method-assign]
         GmsClient.batch_get = counted_batch_get  # type: ignore[method-assign]

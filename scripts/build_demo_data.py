@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,7 +44,10 @@ FEATURE_TABLE = make_ml_feature_table_urn("feast", "churn_features")
 MODEL = make_ml_model_urn("mlflow", "churn_predictor_v1", "PROD")
 ACTOR = "urn:li:corpuser:datahub"
 
-_TYPES = {
+# Constructors typed as callables: the SDK's generated __init__ has no annotations.
+_TYPES: dict[
+    str, Callable[[], m.StringTypeClass | m.NumberTypeClass | m.DateTypeClass | m.TimeTypeClass]
+] = {
     "string": m.StringTypeClass,
     "long": m.NumberTypeClass,
     "double": m.NumberTypeClass,
@@ -58,8 +62,8 @@ def ms(when: datetime) -> int:
 
 
 def schema(
-    name: str, fields: list[tuple[str, str, str]], pii: set[str] = frozenset()
-) -> m.SchemaMetadataClass:  # type: ignore[assignment]
+    name: str, fields: list[tuple[str, str, str]], pii: Collection[str] = frozenset()
+) -> m.SchemaMetadataClass:
     """A schemaMetadata aspect; ``fields`` are (path, logical type, description)."""
     return m.SchemaMetadataClass(
         schemaName=name,

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
 from standin.sdl import ENV_VAR, expected_sdl_location, sdl_path
 from standin.server import StandIn
+
+
+class StandInFactory(Protocol):
+    """The ``standin_factory`` fixture: ``make(mcps, **kwargs)`` -> a started stand-in."""
+
+    def __call__(self, mcps: Iterable[Any], **kwargs: Any) -> StandIn: ...
 
 
 def require_sdl() -> None:
@@ -20,7 +26,7 @@ def require_sdl() -> None:
 
 
 @pytest.fixture
-def standin_factory(tmp_path: Path) -> Iterator[Callable[[Iterable[Any]], StandIn]]:
+def standin_factory(tmp_path: Path) -> Iterator[StandInFactory]:
     """``make(mcps) -> StandIn``: a started stand-in serving those MCPs; all stop at teardown."""
     require_sdl()
     started: list[StandIn] = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,7 +36,26 @@ Field = tuple[str, str] | tuple[str, str, str]
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 ACTOR = "urn:li:corpuser:test"
 
-FIELD_TYPES: dict[str, type] = {
+FieldType = (
+    sc.BooleanTypeClass
+    | sc.FixedTypeClass
+    | sc.StringTypeClass
+    | sc.BytesTypeClass
+    | sc.NumberTypeClass
+    | sc.DateTypeClass
+    | sc.TimeTypeClass
+    | sc.EnumTypeClass
+    | sc.NullTypeClass
+    | sc.MapTypeClass
+    | sc.ArrayTypeClass
+    | sc.UnionTypeClass
+    | sc.RecordTypeClass
+)
+"""What ``SchemaFieldDataTypeClass(type=...)`` accepts."""
+
+# Constructors, not classes: the SDK's generated ``__init__`` is unannotated, and a typed
+# callable lets a call site stay typed.
+FIELD_TYPES: dict[str, Callable[[], FieldType]] = {
     "string": sc.StringTypeClass,
     "number": sc.NumberTypeClass,
     "int": sc.NumberTypeClass,
@@ -455,7 +474,7 @@ def _schema(
     )
 
 
-def _field_type(name: str) -> sc.DictWrapper:
+def _field_type(name: str) -> FieldType:
     return FIELD_TYPES[name.lower()]()
 
 

@@ -9,7 +9,7 @@ Time is a :class:`FakeClock`: ``sleep`` moves it, nothing waits.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -90,7 +90,7 @@ def scripted_checks(script: Script) -> list[Any]:
     return checks
 
 
-def build_catalog(path: Path, models: dict[str, Sequence[str]], fields: Sequence[str]) -> None:
+def build_catalog(path: Path, models: Mapping[str, Sequence[str]], fields: Sequence[str]) -> None:
     """A Lite catalog: each model trained on its datasets, each dataset with ``fields``."""
     names = sorted({d for ds_names in models.values() for d in ds_names})
     with LiteCatalog(path, create=True) as catalog:
@@ -181,7 +181,7 @@ class World:
 def world(
     tmp_path: Path,
     *,
-    models: dict[str, Sequence[str]] | None = None,
+    models: Mapping[str, Sequence[str]] | None = None,
     fields: Sequence[str] = ("a", "b", "c"),
     state_url: str | None = None,
     webhook: bool = False,

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -32,8 +32,14 @@ class Run:
         return json.loads(self.stdout)
 
 
+class Mlcopilot(Protocol):
+    """The ``mlcopilot`` fixture: run the command with these arguments."""
+
+    def __call__(self, *args: str) -> Run: ...
+
+
 @pytest.fixture
-def mlcopilot(tmp_path: Path):
+def mlcopilot(tmp_path: Path) -> Mlcopilot:
     """Run `python -m mlcopilot ARGS` with MLCOPILOT_HOME in tmp_path."""
 
     def run(*args: str) -> Run:
@@ -52,7 +58,7 @@ def mlcopilot(tmp_path: Path):
 
 
 @pytest.fixture
-def demo_catalog(mlcopilot):
+def demo_catalog(mlcopilot: Mlcopilot) -> Mlcopilot:
     assert mlcopilot("catalog", "load", str(DEMO_DATA / "01_catalog.json")).code == 0
     return mlcopilot
 
@@ -99,15 +105,15 @@ def findings_by(report: dict[str, Any]) -> dict[tuple[str, str, str | None], dic
     }
 
 
-def scan_json(run, now: str, *extra: str) -> dict[str, Any]:
+def scan_json(run: Mlcopilot, now: str, *extra: str) -> dict[str, Any]:
     result = run("scan", "--now", now, "--format", "json", *extra)
     assert result.code == 0, result.stderr
-    report = result.json()
+    report: dict[str, Any] = result.json()
     assert_report_contract(report)
     return report
 
 
-def test_first_scan_finds_pii_stale_and_deprecated(demo_catalog) -> None:
+def test_first_scan_finds_pii_stale_and_deprecated(demo_catalog: Mlcopilot) -> None:
     report = scan_json(demo_catalog, DAY1)
     found = findings_by(report)
     assert found[("pii_exposure", CUSTOMERS, "email")]["severity"] == "high"
@@ -122,7 +128,7 @@ def test_first_scan_finds_pii_stale_and_deprecated(demo_catalog) -> None:
     assert report["models"][0]["coverage"]["truncated"] is False
 
 
-def test_second_identical_scan_opens_nothing_and_writes_nothing(demo_catalog) -> None:
+def test_second_identical_scan_opens_nothing_and_writes_nothing(demo_catalog: Mlcopilot) -> None:
     first = scan_json(demo_catalog, DAY1)
     second = scan_json(demo_catalog, DAY1)
     assert second["incidents"]["opened"] == []
@@ -132,7 +138,7 @@ def test_second_identical_scan_opens_nothing_and_writes_nothing(demo_catalog) ->
     assert "already up to date" in table.stdout
 
 
-def test_schema_change_is_drift_with_impact_aware_severity(demo_catalog) -> None:
+def test_schema_change_is_drift_with_impact_aware_severity(demo_catalog: Mlcopilot) -> None:
     scan_json(demo_catalog, DAY1)
     assert demo_catalog("catalog", "load", str(DEMO_DATA / "02_schema_change.json")).code == 0
     report = scan_json(demo_catalog, DAY2)
@@ -145,7 +151,7 @@ def test_schema_change_is_drift_with_impact_aware_severity(demo_catalog) -> None
     assert set(report["incidents"]["opened"]) == {f["id"] for f in drift.values()}
 
 
-def test_restored_column_resolves_its_incident_and_only_that(demo_catalog) -> None:
+def test_restored_column_resolves_its_incident_and_only_that(demo_catalog: Mlcopilot) -> None:
     scan_json(demo_catalog, DAY1)
     demo_catalog("catalog", "load", str(DEMO_DATA / "02_schema_change.json"))
     drift = {
@@ -164,7 +170,7 @@ def test_restored_column_resolves_its_incident_and_only_that(demo_catalog) -> No
     assert states[drift["country_code"]] == "open"
 
 
-def test_baseline_accept_clears_drift_on_next_scan(demo_catalog) -> None:
+def test_baseline_accept_clears_drift_on_next_scan(demo_catalog: Mlcopilot) -> None:
     scan_json(demo_catalog, DAY1)
     demo_catalog("catalog", "load", str(DEMO_DATA / "02_schema_change.json"))
     opened = scan_json(demo_catalog, DAY2)["incidents"]["opened"]
@@ -174,12 +180,12 @@ def test_baseline_accept_clears_drift_on_next_scan(demo_catalog) -> None:
     assert sorted(report["incidents"]["resolved"]) == sorted(opened)
 
 
-def test_fail_on_gates_ci(demo_catalog) -> None:
+def test_fail_on_gates_ci(demo_catalog: Mlcopilot) -> None:
     assert demo_catalog("scan", "--now", DAY1, "--fail-on", "critical").code == 0
     assert demo_catalog("scan", "--now", DAY1, "--fail-on", "high").code == 1
 
 
-def test_dry_run_writes_nothing(demo_catalog, tmp_path: Path) -> None:
+def test_dry_run_writes_nothing(demo_catalog: Mlcopilot, tmp_path: Path) -> None:
     catalog_db = tmp_path / "home" / "catalog.db"
     before = (
         sqlite3.connect(catalog_db).execute("select count(*) from metadata_aspect_v2").fetchone()
@@ -195,7 +201,7 @@ def test_dry_run_writes_nothing(demo_catalog, tmp_path: Path) -> None:
     assert json.loads(listed.stdout) == []
 
 
-def test_write_back_lands_on_the_catalog(demo_catalog, tmp_path: Path) -> None:
+def test_write_back_lands_on_the_catalog(demo_catalog: Mlcopilot, tmp_path: Path) -> None:
     report = scan_json(demo_catalog, DAY1)
     pii_id = findings_by(report)[("pii_exposure", CUSTOMERS, "email")]["id"]
     db = sqlite3.connect(tmp_path / "home" / "catalog.db")
@@ -219,7 +225,7 @@ def test_write_back_lands_on_the_catalog(demo_catalog, tmp_path: Path) -> None:
     assert any("pii_exposure" in str(p["values"]) for p in risks)
 
 
-def test_incident_ack_and_manual_resolve(demo_catalog) -> None:
+def test_incident_ack_and_manual_resolve(demo_catalog: Mlcopilot) -> None:
     report = scan_json(demo_catalog, DAY1)
     some_id = report["incidents"]["opened"][0]
     assert demo_catalog("incidents", "ack", some_id, "--by", "alice").code == 0
@@ -234,7 +240,7 @@ def test_incident_ack_and_manual_resolve(demo_catalog) -> None:
     assert "0000000000000000" in missing.stderr
 
 
-def test_markdown_report_to_file(demo_catalog, tmp_path: Path) -> None:
+def test_markdown_report_to_file(demo_catalog: Mlcopilot, tmp_path: Path) -> None:
     out = tmp_path / "reports" / "scan.md"
     result = demo_catalog("scan", "--now", DAY1, "--format", "markdown", "--output", str(out))
     assert result.code == 0, result.stderr
@@ -259,21 +265,23 @@ def test_markdown_report_to_file(demo_catalog, tmp_path: Path) -> None:
         (["incidents", "resolve", "ffffffffffffffff"], 2, "ffffffffffffffff"),
     ],
 )
-def test_bad_usage_is_one_clear_line(demo_catalog, args, code, message) -> None:
+def test_bad_usage_is_one_clear_line(
+    demo_catalog: Mlcopilot, args: list[str], code: int, message: str
+) -> None:
     result = demo_catalog(*args)
     assert result.code == code
     assert message in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_missing_catalog_says_how_to_fix(mlcopilot) -> None:
+def test_missing_catalog_says_how_to_fix(mlcopilot: Mlcopilot) -> None:
     result = mlcopilot("scan")
     assert result.code == 2
     assert "catalog load" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_empty_catalog_is_reported(mlcopilot, tmp_path: Path) -> None:
+def test_empty_catalog_is_reported(mlcopilot: Mlcopilot, tmp_path: Path) -> None:
     empty = tmp_path / "empty.json"
     empty.write_text("[]", encoding="utf-8")
     assert mlcopilot("catalog", "load", str(empty)).code == 0
@@ -282,7 +290,7 @@ def test_empty_catalog_is_reported(mlcopilot, tmp_path: Path) -> None:
     assert "no ML models" in result.stderr
 
 
-def test_invalid_metadata_file_writes_nothing(mlcopilot, tmp_path: Path) -> None:
+def test_invalid_metadata_file_writes_nothing(mlcopilot: Mlcopilot, tmp_path: Path) -> None:
     good = DEMO_DATA / "01_catalog.json"
     bad = tmp_path / "bad.json"
     bad.write_text('[{"entityUrn": "urn:li:dataset:x"', encoding="utf-8")
@@ -294,7 +302,7 @@ def test_invalid_metadata_file_writes_nothing(mlcopilot, tmp_path: Path) -> None
     assert mlcopilot("scan").code == 2
 
 
-def test_corrupt_state_database_is_one_line(demo_catalog, tmp_path: Path) -> None:
+def test_corrupt_state_database_is_one_line(demo_catalog: Mlcopilot, tmp_path: Path) -> None:
     (tmp_path / "home" / "state.db").write_bytes(b"this is not a database" * 100)
     result = demo_catalog("scan", "--now", DAY1)
     assert result.code == 2

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from standin.fixtures import StandInFactory
 from tests.conftest import DEMO_DATA
 
 SECRET = "tok-canary-5f1e0c"
@@ -44,7 +45,9 @@ def findings(report: dict[str, Any]) -> set[tuple[str, str, str | None, str]]:
     }
 
 
-def test_scan_through_datahub_finds_what_lite_finds(standin_factory, tmp_path: Path) -> None:
+def test_scan_through_datahub_finds_what_lite_finds(
+    standin_factory: StandInFactory, tmp_path: Path
+) -> None:
     server = standin_factory(demo_records("01_catalog.json"))
     through_server = run(
         tmp_path / "a", "scan", "--catalog", f"datahub:{server.url}", "--now",
@@ -68,7 +71,7 @@ def test_scan_through_datahub_finds_what_lite_finds(standin_factory, tmp_path: P
     assert stored == len(remote["incidents"]["opened"]) == 3
 
 
-def test_setup_is_idempotent(standin_factory, tmp_path: Path) -> None:
+def test_setup_is_idempotent(standin_factory: StandInFactory, tmp_path: Path) -> None:
     server = standin_factory(demo_records("01_catalog.json"))
     first = run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
     assert first.returncode == 0, first.stderr
@@ -78,7 +81,7 @@ def test_setup_is_idempotent(standin_factory, tmp_path: Path) -> None:
     assert "created 0, already there 8" in second.stdout
 
 
-def test_doctor_passes_on_a_healthy_server(standin_factory, tmp_path: Path) -> None:
+def test_doctor_passes_on_a_healthy_server(standin_factory: StandInFactory, tmp_path: Path) -> None:
     server = standin_factory(demo_records("01_catalog.json"))
     run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
     result = run(tmp_path, "doctor", "--catalog", f"datahub:{server.url}")
@@ -87,7 +90,9 @@ def test_doctor_passes_on_a_healthy_server(standin_factory, tmp_path: Path) -> N
     assert result.stdout.count("pass") >= 4
 
 
-def test_doctor_names_a_refused_token_without_echoing_it(standin_factory, tmp_path: Path) -> None:
+def test_doctor_names_a_refused_token_without_echoing_it(
+    standin_factory: StandInFactory, tmp_path: Path
+) -> None:
     server = standin_factory(demo_records("01_catalog.json"), token="the-right-one")
     result = run(tmp_path, "doctor", "--catalog", f"datahub:{server.url}", token=SECRET)
     assert result.returncode == 1
@@ -96,7 +101,7 @@ def test_doctor_names_a_refused_token_without_echoing_it(standin_factory, tmp_pa
     assert SECRET not in result.stdout + result.stderr
 
 
-def test_doctor_warns_about_an_old_server(standin_factory, tmp_path: Path) -> None:
+def test_doctor_warns_about_an_old_server(standin_factory: StandInFactory, tmp_path: Path) -> None:
     server = standin_factory(demo_records("01_catalog.json"), version="v1.3.0")
     result = run(tmp_path, "doctor", "--catalog", f"datahub:{server.url}")
     assert "1.3.0" in result.stdout
@@ -114,7 +119,9 @@ def test_doctor_and_scan_on_a_server_that_is_down(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("spec", ["mcp:{url}"])
-def test_scan_through_the_mcp_server(standin_factory, tmp_path: Path, spec: str) -> None:
+def test_scan_through_the_mcp_server(
+    standin_factory: StandInFactory, tmp_path: Path, spec: str
+) -> None:
     server = standin_factory(demo_records("01_catalog.json"))
     result = run(
         tmp_path, "scan", "--catalog", spec.format(url=server.url), "--now",
@@ -125,7 +132,7 @@ def test_scan_through_the_mcp_server(standin_factory, tmp_path: Path, spec: str)
     assert checks == {"pii_exposure", "stale_source", "deprecated_source"}
 
 
-def test_doctor_checks_the_mcp_server_too(standin_factory, tmp_path: Path) -> None:
+def test_doctor_checks_the_mcp_server_too(standin_factory: StandInFactory, tmp_path: Path) -> None:
     server = standin_factory(demo_records("01_catalog.json"))
     run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
     result = run(tmp_path, "doctor", "--catalog", f"mcp:{server.url}", token="anything")
@@ -137,7 +144,9 @@ def test_doctor_checks_the_mcp_server_too(standin_factory, tmp_path: Path) -> No
     assert "does not offer" in result.stdout
 
 
-def test_triage_in_datahub_acknowledges_the_incident(standin_factory, tmp_path: Path) -> None:
+def test_triage_in_datahub_acknowledges_the_incident(
+    standin_factory: StandInFactory, tmp_path: Path
+) -> None:
     from datahub.emitter.mcp import MetadataChangeProposalWrapper
     from datahub.metadata.schema_classes import IncidentInfoClass
 

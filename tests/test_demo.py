@@ -6,6 +6,7 @@ import os
 import runpy
 import subprocess
 import sys
+from pathlib import Path
 
 from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import FakeSlack
@@ -25,7 +26,7 @@ def test_shipped_demo_files_are_what_the_generator_builds() -> None:
         assert (DEMO_DATA / name).read_text(encoding="utf-8") == builder["render"](build), name
 
 
-def test_demo_tells_the_whole_story(tmp_path) -> None:
+def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mlcopilot", "demo", "--home", str(tmp_path / "demo")],
         capture_output=True,
@@ -72,9 +73,10 @@ def test_demo_tells_the_whole_story(tmp_path) -> None:
     assert "Incidents: 3 opened, 0 still open, 0 resolved." in again.stdout
 
 
-def test_demo_sends_when_credentials_are_configured(tmp_path) -> None:
-    from mlcopilot.cli.demo_run import run_demo
+def test_demo_sends_when_credentials_are_configured(tmp_path: Path) -> None:
     from rich.console import Console
+
+    from mlcopilot.cli.demo_run import run_demo
 
     github, slack = FakeGitHub(), FakeSlack()
     with github.running(), slack.running():

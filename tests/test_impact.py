@@ -24,9 +24,12 @@ def ds(name: str) -> str:
     return f"urn:li:dataset:(urn:li:dataPlatform:hive,{name},PROD)"
 
 
+def schema(columns: str) -> Schema:
+    return Schema(tuple(SchemaField(c, "StringType") for c in columns.split()))
+
+
 def dataset(name: str, columns: str = "", lineage: tuple[ColumnEdge, ...] = ()) -> Node:
-    fields = tuple(SchemaField(c, "StringType") for c in columns.split())
-    return Node(ds(name), EntityType.DATASET, name, schema=Schema(fields), column_lineage=lineage)
+    return Node(ds(name), EntityType.DATASET, name, schema=schema(columns), column_lineage=lineage)
 
 
 def lineage_of(nodes: list[Node], edges: list[tuple[str, str, EdgeKind]]) -> Lineage:
@@ -110,7 +113,9 @@ FGL_CURATED = (
         ),
     ],
 )
-def test_column_usage(nodes, edges, expected) -> None:
+def test_column_usage(
+    nodes: list[Node], edges: list[tuple[str, str, EdgeKind]], expected: dict[str, bool | None]
+) -> None:
     usage = column_usage(lineage_of(nodes, edges))
     target = nodes[-1].urn
     assert {c: usage[target].feeds(c) for c in expected} == expected
@@ -235,10 +240,12 @@ TRAINED_ON_CURATED: list[tuple[str, str, EdgeKind]] = [
         ),
     ],
 )
-def test_a_column_only_the_baseline_has_is_judged_by_every_rule(graph, expected) -> None:
+def test_a_column_only_the_baseline_has_is_judged_by_every_rule(
+    graph: tuple[list[Node], list[tuple[str, str, EdgeKind]]], expected: bool | None
+) -> None:
     nodes, edges = graph
     raw = dataset("raw", "id signup plan")  # `country` was removed since training
-    trained_on = {ds("raw"): dataset("raw", "id signup country plan").schema}
+    trained_on = {ds("raw"): schema("id signup country plan")}
     lineage = lineage_of([*nodes, raw], edges)
 
     assert column_usage(lineage, trained_on)[ds("raw")].feeds("country") is expected
@@ -256,6 +263,6 @@ def test_without_the_baseline_a_column_no_rule_names_stays_unknown() -> None:
 def test_a_baseline_of_a_dataset_outside_the_lineage_is_ignored() -> None:
     lineage = lineage_of([dataset("raw", "a")], [(MODEL, ds("raw"), "training_data")])
 
-    usage = column_usage(lineage, {ds("elsewhere"): dataset("elsewhere", "b").schema})
+    usage = column_usage(lineage, {ds("elsewhere"): schema("b")})
 
     assert set(usage) == {ds("raw")}

@@ -33,7 +33,7 @@ def finding(
     message: str = "PII column email feeds the model",
 ) -> Finding:
     return Finding(
-        check=check,  # type: ignore[arg-type]
+        check=check,
         severity=severity,
         model=MODEL,
         entity=entity,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import pytest
 from datahub.metadata import urns as du
@@ -55,7 +56,8 @@ def own_parts(cls: type[_SpecificUrn]) -> list[str]:
 @st.composite
 def urns(draw: st.DrawFn, cls: type[_SpecificUrn]) -> tuple[_SpecificUrn, list[str]]:
     """A random valid urn of ``cls`` and the attribute names that identify it."""
-    args: dict[str, str] = {}
+    # Any: each urn class has its own constructor, which the base class's type does not describe.
+    args: dict[str, Any] = {}
     for name in inspect.signature(cls.__init__).parameters:
         if name == "self" or name.startswith("_"):
             continue

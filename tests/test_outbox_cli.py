@@ -19,11 +19,12 @@ from tests.conftest import DEMO_DATA
 
 DAY1 = "2026-11-20T09:00:00Z"
 
+Cli = tuple[CliRunner, FakeGitHub, FakeSlack, list[str]]
+"""The runner, the fakes it notifies, and the catalog and state options every call takes."""
+
 
 @pytest.fixture
-def cli(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[CliRunner, FakeGitHub, FakeSlack, list[str]]]:
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cli]:
     catalog = tmp_path / "catalog.db"
     with LiteCatalog(catalog, create=True) as lite:
         load_metadata_files(lite, [DEMO_DATA / "01_catalog.json"])
@@ -36,7 +37,9 @@ def cli(
         yield CliRunner(), github, slack, common
 
 
-def test_undelivered_notifications_exit_5_and_are_retried_from_the_outbox(cli, monkeypatch) -> None:
+def test_undelivered_notifications_exit_5_and_are_retried_from_the_outbox(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     runner, github, slack, common = cli
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "W" * 36)  # wrong: GitHub answers 401
     scanned = runner.invoke(app, ["scan", *common, "--now", DAY1])
@@ -61,7 +64,7 @@ def test_undelivered_notifications_exit_5_and_are_retried_from_the_outbox(cli, m
     assert "No waiting outbox rows." in empty.output
 
 
-def test_no_deliver_leaves_rows_for_outbox_deliver(cli) -> None:
+def test_no_deliver_leaves_rows_for_outbox_deliver(cli: Cli) -> None:
     runner, github, slack, common = cli
     scanned = runner.invoke(app, ["scan", *common, "--now", DAY1, "--no-deliver"])
     assert scanned.exit_code == 0, scanned.output
@@ -75,7 +78,7 @@ def test_no_deliver_leaves_rows_for_outbox_deliver(cli) -> None:
     assert len(slack.roots()) == 3
 
 
-def test_resolving_by_hand_closes_the_issue_and_acknowledging_silences(cli) -> None:
+def test_resolving_by_hand_closes_the_issue_and_acknowledging_silences(cli: Cli) -> None:
     runner, github, _slack, common = cli
     assert runner.invoke(app, ["scan", *common, "--now", DAY1, "--format", "json"]).exit_code == 0
     incidents = json.loads(

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
-from benchmarks.generate import Shape, generate
+from benchmarks.generate import Shape, generate, wrappers
 from mlcopilot.catalog.datahub.catalog import BATCH_SIZE, DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
@@ -156,7 +156,7 @@ def test_a_lineage_past_the_relation_cap_is_complete_or_says_truncated(
 
 
 def generated(shape: Shape) -> MCPs:
-    return [MetadataChangeProposalWrapper.from_obj(record) for record in generate(shape)]
+    return wrappers(generate(shape))
 
 
 @needs_standin

@@ -91,7 +91,7 @@ def test_config_errors_never_echo_a_secret(tmp_path: Path) -> None:
         NotifySettings.from_env(bad)
     assert HOOK_SECRET not in str(caught.value)
     with pytest.raises(ValidationError) as invalid:
-        GitHubSettings(repo="a/b", token=SecretStr(GH_CANARY), timeout_s=GH_CANARY)  # type: ignore[arg-type]
+        GitHubSettings(repo="a/b", token=SecretStr(GH_CANARY), timeout_s=GH_CANARY)
     assert GH_CANARY not in str(invalid.value)
     secret_file = tmp_path / "token"
     secret_file.write_text("", encoding="utf-8")

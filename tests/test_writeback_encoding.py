@@ -99,7 +99,7 @@ STORED_INCIDENT = {
     "created": {"time": 1, "actor": "urn:li:corpuser:x"},
 }
 
-STORED_DOCUMENTS = [
+STORED_DOCUMENTS: list[dict[str, Any]] = [
     {
         "title": "old",
         "contents": {"text": "old"},

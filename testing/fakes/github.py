@@ -51,7 +51,7 @@ class FakeGitHub(FakeServer):
     def add_foreign_issue(
         self, body: str, *, login: str = "mallory", labels: tuple[str, ...] = ("mlcopilot",)
     ) -> int:
-        return self._new_issue("forged", body, list(labels), login)["number"]
+        return int(self._new_issue("forged", body, list(labels), login)["number"])
 
     def assign(self, number: int, login: str) -> None:
         self.issues[number]["assignees"] = [_user(login)]

@@ -101,6 +101,7 @@ class FakeServer:
     def url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address, never bytes
         return f"http://{host}:{port}"
 
     @contextmanager

@@ -26,6 +26,7 @@ from mlcopilot.model import (
     Schema,
     SchemaField,
     TagWrite,
+    Write,
 )
 from mlcopilot.protocols import Catalog, WalkLimits
 from testing.builders import (
@@ -296,9 +297,10 @@ class CatalogContract:
         raw, clean = dataset_urn(name), dataset_urn("clean.kunden")
         nodes = catalog.nodes([raw, clean])
         assert nodes[raw].name == name
-        assert nodes[raw].schema is not None
-        assert [f.path for f in nodes[raw].schema.fields] == odd
-        assert nodes[raw].schema.by_path()[odd[1]].tags == {PII}
+        schema = nodes[raw].schema
+        assert schema is not None
+        assert [f.path for f in schema.fields] == odd
+        assert schema.by_path()[odd[1]].tags == {PII}
         assert set(nodes[clean].column_lineage) == {ColumnEdge(raw, f, f"out_{f}") for f in odd}
         assert edges_of(catalog, clean) == {Edge(clean, raw, "dataset_upstream")}
 
@@ -583,7 +585,7 @@ class CatalogContract:
 
     def test_writes_to_one_entity_fold_in_order(self, make_catalog: MakeCatalog) -> None:
         catalog = make_catalog(dataset("raw.customers", fields=[("id", "string")]))
-        writes = [
+        writes: list[Write] = [
             TagWrite(RAW, PII, present=True),
             TagWrite(RAW, tag_urn("Stale"), present=True),
             TagWrite(RAW, tag_urn("Stale"), present=False),
@@ -596,7 +598,10 @@ class CatalogContract:
 
     def test_dry_run_writes_nothing(self, make_catalog: MakeCatalog) -> None:
         catalog = make_catalog(dataset("raw.customers", tags=["Tier1"]))
-        writes = [TagWrite(RAW, PII, present=True), PropertyWrite(RAW, RISK, ("high",))]
+        writes: list[Write] = [
+            TagWrite(RAW, PII, present=True),
+            PropertyWrite(RAW, RISK, ("high",)),
+        ]
         assert catalog.apply(writes, dry_run=True) == writes
         node = catalog.nodes([RAW])[RAW]
         assert node.tags == {tag_urn("Tier1")}

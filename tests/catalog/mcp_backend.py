@@ -84,6 +84,7 @@ class _RelayHandler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         target = urllib.parse.urlsplit(self.relay.target or "http://127.0.0.1:9")
+        assert target.hostname is not None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         try:
             upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=60)

@@ -677,6 +677,7 @@ def apply_mcps(mcps: list[MetadataChangeProposalClass], state: dict[str, Any]) -
         assert mcp.changeType == "PATCH"
         assert mcp.aspect is not None
         name = mcp.aspectName
+        assert name is not None
         state[name] = apply_patch(name, state.get(name), json.loads(mcp.aspect.value), now_ms=NOW)
     return state
 
@@ -719,7 +720,7 @@ def test_dataset_patch_builder_payloads_do_what_the_builder_intends(
     owner_ops: tuple[list[tuple[str, str]], list[tuple[str, str]]],
     structured: tuple[list[str], list[str]],
 ) -> None:
-    start = {
+    start: dict[str, Any] = {
         "globalTags": {
             "tags": [
                 pre_json_transform(TagAssociationClass(t, attribution=attribution(s)).to_obj())
@@ -797,7 +798,9 @@ def test_dataset_patch_builder_payloads_do_what_the_builder_intends(
     result = apply_mcps(builder.build(), start)
 
     # What those operations mean, computed directly on the start values.
-    tag_key = lambda t: (t["tag"], (t.get("attribution") or {}).get("source"))  # noqa: E731
+    def tag_key(t: dict[str, Any]) -> tuple[str, str | None]:
+        return t["tag"], (t.get("attribution") or {}).get("source")
+
     want_tags = keyed(start["globalTags"]["tags"], tag_key)
     for tag, source in tags_to_add:
         want_tags[(tag, source)] = pre_json_transform(
@@ -811,7 +814,9 @@ def test_dataset_patch_builder_payloads_do_what_the_builder_intends(
         for k, v in want_tags.items()
     }
 
-    term_key = lambda t: (t["urn"], (t.get("attribution") or {}).get("source"))  # noqa: E731
+    def term_key(t: dict[str, Any]) -> tuple[str, str | None]:
+        return t["urn"], (t.get("attribution") or {}).get("source")
+
     # One MCP in call order: the adds, then the removes; remove_term(t) drops every source of t.
     want_terms = {term_key(t) for t in start["glossaryTerms"]["terms"]} | set(terms_to_add)
     want_terms -= {(t, s) for t, s in terms_to_remove if s is not None}

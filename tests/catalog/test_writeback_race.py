@@ -292,7 +292,7 @@ def test_only_the_changed_entries_are_patched_in_one_proposal_per_aspect() -> No
 
 
 def test_owned_aspects_are_upserted_and_shared_ones_patched() -> None:
-    pending = {
+    pending: dict[tuple[str, str], dict[str, Any]] = {
         (RAW, "globalTags"): {"tags": [{"tag": OURS}]},
         (OURS, "tagProperties"): {"name": "mlcopilot-pii-exposure"},
     }

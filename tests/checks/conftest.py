@@ -8,8 +8,7 @@ aspects in, these findings out" and exercises the same path a real scan takes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -17,8 +16,14 @@ from mlcopilot.catalog.aspects import node_from_aspects, to_json
 from mlcopilot.model import Node
 
 
+class MakeNode(Protocol):
+    """The ``make_node`` fixture: ``make_node(urn, *aspects)``."""
+
+    def __call__(self, urn: str, *aspects: Any) -> Node: ...
+
+
 @pytest.fixture
-def make_node() -> Callable[..., Node]:
+def make_node() -> MakeNode:
     """``make_node(urn, *aspects)``: a Node from DataHub aspects (none: not in the catalog)."""
 
     def make(urn: str, *aspects: Any) -> Node:

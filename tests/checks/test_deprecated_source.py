@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from datahub.metadata.schema_classes import (
@@ -15,6 +16,7 @@ from datahub.metadata.schema_classes import (
 from mlcopilot.checks.deprecated_source import DeprecatedSource, DeprecatedSourceConfig
 from mlcopilot.model import UNKNOWN_USAGE
 from mlcopilot.protocols import CheckContext
+from tests.checks.conftest import MakeNode
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
@@ -25,7 +27,9 @@ FEATURE = "urn:li:mlFeature:(customer_features,tenure_days)"
 JOB = "urn:li:dataJob:(urn:li:dataFlow:(airflow,etl,PROD),load_customers)"
 
 
-def deprecated(note: str = "", *, days: float | None = None, replacement: str | None = None):
+def deprecated(
+    note: str = "", *, days: float | None = None, replacement: str | None = None
+) -> DeprecationClass:
     """A deprecation aspect; ``days`` until decommissioning (negative: already past)."""
     when = None if days is None else int((NOW + timedelta(days=days)).timestamp() * 1000)
     return DeprecationClass(
@@ -123,7 +127,13 @@ CASES = [
 
 
 @pytest.mark.parametrize(("urn", "aspects", "expected", "unknown"), CASES)
-def test_deprecated_source(make_node, urn, aspects, expected, unknown):
+def test_deprecated_source(
+    make_node: MakeNode,
+    urn: str,
+    aspects: list[Any],
+    expected: tuple[str, list[str]] | None,
+    unknown: str | None,
+) -> None:
     outcome = DeprecatedSource(DeprecatedSourceConfig()).run(
         make_node(urn, *aspects), context(make_node, urn)
     )
@@ -148,7 +158,7 @@ def test_deprecated_source(make_node, urn, aspects, expected, unknown):
     ("days", "days_left"),
     [pytest.param(33.5, 33, id="future"), pytest.param(-59.5, -59, id="past")],
 )
-def test_evidence(make_node, days, days_left):
+def test_evidence(make_node: MakeNode, days: float, days_left: int) -> None:
     node = make_node(
         DATASET, DatasetPropertiesClass(), deprecated("Moved", days=days, replacement=REPLACEMENT)
     )
@@ -165,12 +175,12 @@ def test_evidence(make_node, days, days_left):
     }
 
 
-def test_has_no_settings():
+def test_has_no_settings() -> None:
     with pytest.raises(ValueError, match="extra"):
         DeprecatedSourceConfig.model_validate({"grace_days": 3})
 
 
-def context(make_node, urn: str) -> CheckContext:
+def context(make_node: MakeNode, urn: str) -> CheckContext:
     return CheckContext(
         model=make_node(MODEL, MLModelPropertiesClass()),
         path=(MODEL, urn),

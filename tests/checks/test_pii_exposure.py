@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from datahub.metadata.schema_classes import (
@@ -29,6 +30,7 @@ from mlcopilot.checks.pii_exposure import PiiExposure, PiiExposureConfig
 from mlcopilot.errors import ConfigError
 from mlcopilot.model import UNKNOWN_USAGE, ColumnUsage
 from mlcopilot.protocols import CheckContext
+from tests.checks.conftest import MakeNode
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
@@ -55,7 +57,8 @@ def terms(*names: str) -> GlossaryTermsClass:
 def col(path: str, *, tag: str | None = None, term: str | None = None) -> SchemaFieldClass:
     return SchemaFieldClass(
         fieldPath=path,
-        type=SchemaFieldDataTypeClass(type=StringTypeClass()),
+        # The SDK's generated __init__ has no annotations.
+        type=SchemaFieldDataTypeClass(type=StringTypeClass()),  # type: ignore[no-untyped-call]
         nativeDataType="varchar",
         globalTags=tags(tag) if tag else None,
         glossaryTerms=terms(term) if term else None,
@@ -84,7 +87,7 @@ def model_properties(**values: str | float) -> StructuredPropertiesClass:
     )
 
 
-UNJUSTIFIED: list = [MLModelPropertiesClass()]
+UNJUSTIFIED: list[Any] = [MLModelPropertiesClass()]
 JUSTIFIED = [MLModelPropertiesClass(), model_properties(piiJustification="DPIA-2026-014")]
 PLAIN_SCHEMA = schema(col("user_id"), col("email"))
 EMAIL_TAGGED = schema(col("user_id"), col("email", tag="PII"))
@@ -340,7 +343,16 @@ CASES = [
 @pytest.mark.parametrize(
     ("config", "model_aspects", "urn", "aspects", "usage", "expected", "unknown"), CASES
 )
-def test_pii_exposure(make_node, config, model_aspects, urn, aspects, usage, expected, unknown):
+def test_pii_exposure(
+    make_node: MakeNode,
+    config: dict[str, Any],
+    model_aspects: list[Any],
+    urn: str,
+    aspects: list[Any],
+    usage: ColumnUsage,
+    expected: list[tuple[str, str | None, list[str]]],
+    unknown: str | None,
+) -> None:
     check = PiiExposure(PiiExposureConfig.model_validate(config))
     ctx = CheckContext(
         model=make_node(MODEL, *model_aspects),
@@ -363,7 +375,7 @@ def test_pii_exposure(make_node, config, model_aspects, urn, aspects, usage, exp
             assert fact in finding.message
 
 
-def test_evidence_names_the_matching_tags_and_terms(make_node):
+def test_evidence_names_the_matching_tags_and_terms(make_node: MakeNode) -> None:
     node = make_node(
         DATASET,
         tags("PII", "Finance"),

@@ -5,8 +5,9 @@ import inspect
 import logging
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,14 +42,14 @@ def builtin_class(name: str) -> type[Check]:
 
 
 @pytest.mark.parametrize("name", BUILTIN_NAMES)
-def test_builtin_name_is_its_module_name(name):
+def test_builtin_name_is_its_module_name(name: str) -> None:
     module = BUILTIN_CHECKS[name].partition(":")[0]
     assert module == f"mlcopilot.checks.{name}"
     assert builtin_class(name).name == name
 
 
 @pytest.mark.parametrize("name", BUILTIN_NAMES)
-def test_builtin_is_documented_for_users(name):
+def test_builtin_is_documented_for_users(name: str) -> None:
     doc = dict(describe_checks())[name]
     summary, _, body = doc.partition("\n\n")
     assert summary
@@ -58,20 +59,20 @@ def test_builtin_is_documented_for_users(name):
 
 
 @pytest.mark.parametrize("name", BUILTIN_NAMES)
-def test_builtin_config_has_defaults_and_forbids_unknown_keys(name):
+def test_builtin_config_has_defaults_and_forbids_unknown_keys(name: str) -> None:
     config_model = builtin_class(name).config_model
     assert issubclass(config_model, PluginConfig)
     assert config_model.model_config.get("extra") == "forbid"
     config_model()  # every setting has a default
 
 
-def test_loads_every_builtin_by_default():
+def test_loads_every_builtin_by_default() -> None:
     checks = load_checks()
 
     assert [c.name for c in checks] == BUILTIN_NAMES
 
 
-def test_loads_only_the_enabled_checks_with_their_config():
+def test_loads_only_the_enabled_checks_with_their_config() -> None:
     (check,) = load_checks({"stale_source": {"default_sla_hours": 12}}, enabled=["stale_source"])
 
     assert isinstance(check, StaleSource)
@@ -119,7 +120,9 @@ def test_loads_only_the_enabled_checks_with_their_config():
         ),
     ],
 )
-def test_unusable_config_is_a_config_error(config, enabled, facts):
+def test_unusable_config_is_a_config_error(
+    config: dict[str, Any] | None, enabled: list[str] | None, facts: list[str]
+) -> None:
     with pytest.raises(ConfigError) as raised:
         load_checks(config, enabled=enabled)
 
@@ -208,8 +211,12 @@ INFO = CheckInfo(
 """
 
 
+InstallPlugin = Callable[[str, dict[str, str]], None]
+"""``install(entry_points, modules)``: entry_points.txt text, and module name -> source."""
+
+
 @pytest.fixture
-def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InstallPlugin]:
     """Install a fake distribution ``acme-checks`` with the given entry points and modules."""
     site = tmp_path / "site"
     site.mkdir()
@@ -232,7 +239,7 @@ def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
         sys.modules.pop(name, None)
 
 
-def test_entry_point_check_is_loaded_and_configured(install_plugin):
+def test_entry_point_check_is_loaded_and_configured(install_plugin: InstallPlugin) -> None:
     install_plugin(
         """
         [mlcopilot.checks]
@@ -249,7 +256,7 @@ def test_entry_point_check_is_loaded_and_configured(install_plugin):
     assert dict(describe_checks())["null_rate"].startswith("Columns with too many nulls.")
 
 
-def test_entry_point_check_config_typo_is_a_config_error(install_plugin):
+def test_entry_point_check_config_typo_is_a_config_error(install_plugin: InstallPlugin) -> None:
     install_plugin(
         "[mlcopilot.checks]\nnull_rate = acme_null_rate2:NullRate\n",
         {"acme_null_rate2": PLUGIN_MODULE},
@@ -289,7 +296,9 @@ def test_entry_point_check_config_typo_is_a_config_error(install_plugin):
         ),
     ],
 )
-def test_broken_entry_point_is_skipped_with_a_warning(install_plugin, caplog, entry_point, reason):
+def test_broken_entry_point_is_skipped_with_a_warning(
+    install_plugin: InstallPlugin, caplog: pytest.LogCaptureFixture, entry_point: str, reason: str
+) -> None:
     install_plugin(
         f"""
         [mlcopilot.checks]
@@ -312,19 +321,19 @@ def test_broken_entry_point_is_skipped_with_a_warning(install_plugin, caplog, en
 # --- What every section accepts, and what the registry tells the settings about.
 
 
-def test_enabled_false_leaves_a_check_out_and_its_other_keys_are_still_validated():
+def test_enabled_false_leaves_a_check_out_and_its_other_keys_are_still_validated() -> None:
     checks = load_checks({"stale_source": {"enabled": False}, "pii_exposure": {"enabled": True}})
     assert [c.name for c in checks] == [n for n in BUILTIN_NAMES if n != "stale_source"]
     with pytest.raises(ConfigError, match="'stale_source': unknown key 'default_sla'"):
         load_checks({"stale_source": {"enabled": False, "default_sla": 1}})
 
 
-def test_enabled_must_be_a_boolean():
+def test_enabled_must_be_a_boolean() -> None:
     with pytest.raises(ConfigError, match="'schema_drift': enabled: must be true or false"):
         load_checks({"schema_drift": {"enabled": "no"}})
 
 
-def test_check_config_models_names_each_checks_own_model(install_plugin):
+def test_check_config_models_names_each_checks_own_model(install_plugin: InstallPlugin) -> None:
     install_plugin(
         "[mlcopilot.checks]\nnull_rate = acme_null_rate3:NullRate\n",
         {"acme_null_rate3": PLUGIN_MODULE},
@@ -337,7 +346,7 @@ def test_check_config_models_names_each_checks_own_model(install_plugin):
 
 
 @pytest.mark.parametrize("name", BUILTIN_NAMES)
-def test_builtin_info_describes_the_check(name):
+def test_builtin_info_describes_the_check(name: str) -> None:
     cls = builtin_class(name)
     info = builtin_infos()[name]
     assert info.name == name
@@ -346,6 +355,6 @@ def test_builtin_info_describes_the_check(name):
     assert all((info.title, info.why, info.action, info.tag_description))
 
 
-def test_deprecation_folds_in_drift_and_staleness():
+def test_deprecation_folds_in_drift_and_staleness() -> None:
     assert builtin_infos()["deprecated_source"].folds_in == {"schema_drift", "stale_source"}
     assert not any(builtin_infos()[n].folds_in for n in BUILTIN_NAMES if n != "deprecated_source")

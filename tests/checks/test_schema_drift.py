@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from datahub.metadata.schema_classes import (
@@ -34,6 +35,7 @@ from testing.builders import (
     ml_feature,
     ml_model,
 )
+from tests.checks.conftest import MakeNode
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
@@ -49,7 +51,9 @@ _TYPES: dict[str, type[StringTypeClass | NumberTypeClass | BooleanTypeClass]] = 
 FEEDS_ALL = ColumnUsage(whole=True)
 
 
-def col(path: str, kind: str = "string", native: str = "varchar", description: str | None = None):
+def col(
+    path: str, kind: str = "string", native: str = "varchar", description: str | None = None
+) -> SchemaFieldClass:
     return SchemaFieldClass(
         fieldPath=path,
         type=SchemaFieldDataTypeClass(type=_TYPES[kind]()),
@@ -69,7 +73,7 @@ def schema(*fields: SchemaFieldClass) -> SchemaMetadataClass:
     )
 
 
-def context(make_node, usage: ColumnUsage, baseline: Schema | None) -> CheckContext:
+def context(make_node: MakeNode, usage: ColumnUsage, baseline: Schema | None) -> CheckContext:
     return CheckContext(
         model=make_node(MODEL, MLModelPropertiesClass()),
         path=(MODEL, DATASET),
@@ -233,7 +237,14 @@ DRIFT_CASES = [
 
 
 @pytest.mark.parametrize(("baseline", "current", "usage", "config", "expected"), DRIFT_CASES)
-def test_schema_drift(make_node, baseline, current, usage, config, expected):
+def test_schema_drift(
+    make_node: MakeNode,
+    baseline: list[SchemaFieldClass],
+    current: list[SchemaFieldClass],
+    usage: ColumnUsage,
+    config: dict[str, Any],
+    expected: list[tuple[str, str, str, str | None, list[str]]],
+) -> None:
     check = SchemaDrift(SchemaDriftConfig.model_validate(config))
     node = make_node(DATASET, schema(*current))
     ctx = context(make_node, usage, make_node(DATASET, schema(*baseline)).schema)
@@ -253,7 +264,7 @@ def test_schema_drift(make_node, baseline, current, usage, config, expected):
             assert fact in finding.message
 
 
-def test_evidence_carries_types_position_confidence_and_impact(make_node):
+def test_evidence_carries_types_position_confidence_and_impact(make_node: MakeNode) -> None:
     baseline = make_node(DATASET, schema(USER_ID, EMAIL)).schema
     node = make_node(DATASET, schema(USER_ID, col("email_address")))
 
@@ -284,7 +295,9 @@ def test_evidence_carries_types_position_confidence_and_impact(make_node):
         pytest.param(FEATURE, [MLFeaturePropertiesClass()], True, None, id="not-a-dataset"),
     ],
 )
-def test_missing_metadata_is_unknown(make_node, urn, aspects, has_baseline, unknown):
+def test_missing_metadata_is_unknown(
+    make_node: MakeNode, urn: str, aspects: list[Any], has_baseline: bool, unknown: str | None
+) -> None:
     baseline = make_node(DATASET, schema(USER_ID, EMAIL)).schema if has_baseline else None
     node = make_node(urn, *aspects)
 
@@ -298,7 +311,7 @@ def test_missing_metadata_is_unknown(make_node, urn, aspects, has_baseline, unkn
         assert unknown in outcome.unknown
 
 
-def test_rename_confidence_must_be_between_0_and_1():
+def test_rename_confidence_must_be_between_0_and_1() -> None:
     with pytest.raises(ValueError, match="rename_confidence"):
         SchemaDriftConfig.model_validate({"rename_confidence": 1.5})
 
@@ -443,7 +456,9 @@ def scan_customers(tmp_path: Path, lineage: MCPs, now: list[Field]) -> list[Find
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize("lineage", sorted(LINEAGES))
-def test_impact_of_a_changed_column_follows_its_baseline_name(tmp_path, lineage, change):
+def test_impact_of_a_changed_column_follows_its_baseline_name(
+    tmp_path: Path, lineage: str, change: str
+) -> None:
     mcps, severities = LINEAGES[lineage]
     now, (kind, field, previous) = CHANGES[change]
 
@@ -463,7 +478,7 @@ def test_impact_of_a_changed_column_follows_its_baseline_name(tmp_path, lineage,
     )
 
 
-def test_a_rename_the_lineage_already_follows_is_low_and_says_so(tmp_path):
+def test_a_rename_the_lineage_already_follows_is_low_and_says_so(tmp_path: Path) -> None:
     # customer_daily's column lineage was moved to the new name with the rename: the model's
     # input is fed again, from `country_code`; `country`, as trained on, no longer flows.
     lineage = (

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from datahub.metadata.schema_classes import (
@@ -17,6 +18,7 @@ from datahub.metadata.schema_classes import (
 from mlcopilot.checks.stale_source import StaleSource, StaleSourceConfig
 from mlcopilot.model import UNKNOWN_USAGE
 from mlcopilot.protocols import CheckContext
+from tests.checks.conftest import MakeNode
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
@@ -47,7 +49,9 @@ def sla_property(value: str | float) -> StructuredPropertiesClass:
     )
 
 
-def properties(sla: str | None = None, modified_hours_ago: float | None = None):
+def properties(
+    sla: str | None = None, modified_hours_ago: float | None = None
+) -> DatasetPropertiesClass:
     return DatasetPropertiesClass(
         customProperties={"freshness_sla_hours": sla} if sla is not None else {},
         lastModified=TimeStampClass(time=millis(modified_hours_ago))
@@ -160,7 +164,13 @@ CASES = [
 
 
 @pytest.mark.parametrize(("config", "aspects", "expected", "unknown"), CASES)
-def test_stale_source(make_node, config, aspects, expected, unknown):
+def test_stale_source(
+    make_node: MakeNode,
+    config: dict[str, Any],
+    aspects: list[Any],
+    expected: tuple[str, list[str]] | None,
+    unknown: str | None,
+) -> None:
     check = StaleSource(StaleSourceConfig.model_validate(config))
 
     outcome = check.run(make_node(DATASET, *aspects), context(make_node))
@@ -181,7 +191,7 @@ def test_stale_source(make_node, config, aspects, expected, unknown):
         assert fact in finding.message
 
 
-def test_only_datasets_are_checked(make_node):
+def test_only_datasets_are_checked(make_node: MakeNode) -> None:
     check = StaleSource(StaleSourceConfig(default_sla_hours=1))
 
     outcome = check.run(make_node(FEATURE, MLFeaturePropertiesClass()), context(make_node))
@@ -190,7 +200,7 @@ def test_only_datasets_are_checked(make_node):
     assert outcome.unknown is None
 
 
-def test_evidence(make_node):
+def test_evidence(make_node: MakeNode) -> None:
     node = make_node(DATASET, properties(), sla_property(24.0), operation(30.04))
 
     (finding,) = StaleSource(StaleSourceConfig()).run(node, context(make_node)).findings
@@ -203,12 +213,12 @@ def test_evidence(make_node):
     }
 
 
-def test_default_sla_must_be_positive():
+def test_default_sla_must_be_positive() -> None:
     with pytest.raises(ValueError, match="default_sla_hours"):
         StaleSourceConfig.model_validate({"default_sla_hours": 0})
 
 
-def context(make_node) -> CheckContext:
+def context(make_node: MakeNode) -> CheckContext:
     return CheckContext(
         model=make_node(MODEL, MLModelPropertiesClass()),
         path=(MODEL, DATASET),

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -29,7 +30,7 @@ class Killed(BaseException):
     """The process died here (a BaseException: no ``except Exception`` cleans up after it)."""
 
 
-def kill_at(point: str):
+def kill_at(point: str) -> Callable[[str], None]:
     def failpoint(name: str) -> None:
         if name == point:
             raise Killed(name)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from mlcopilot.model import Severity
+from mlcopilot.model import Severity, SinkName
 from mlcopilot.notify.codec import GroupState, Member, NotifyPolicy, decode_notification
-from mlcopilot.notify.policy import PendingRow, StoredGroup, decide
+from mlcopilot.notify.policy import Decision, PendingRow, StoredGroup, decide
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 POLICY = NotifyPolicy()
-SINKS = ("github", "slack")
+SINKS: tuple[SinkName, ...] = ("github", "slack")
 
 
 def member(
@@ -33,7 +34,15 @@ def member(
     )
 
 
-def run(stored, members, pending=(), *, now=T0, acked=None, policy=POLICY):
+def run(
+    stored: StoredGroup | None,
+    members: Sequence[Member],
+    pending: Sequence[PendingRow] = (),
+    *,
+    now: datetime = T0,
+    acked: str | None = None,
+    policy: NotifyPolicy = POLICY,
+) -> Decision | None:
     return decide(
         stored,
         members,

@@ -9,7 +9,7 @@ stand-in's Rest.li ``/aspects`` endpoint.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -19,11 +19,11 @@ import requests
 from datahub.emitter.aspect import TIMESERIES_ASPECT_MAP
 from datahub.ingestion.run.pipeline import Pipeline
 
+from standin.fixtures import StandInFactory
 from standin.server import StandIn
 from tests.conftest import SAMPLES
 
 Json = dict[str, Any]
-Make = Callable[[Iterable[Any]], StandIn]
 
 GOLDEN = sorted((SAMPLES / "golden").glob("*.json")) + sorted(SAMPLES.glob("*.json"))
 _IDS = [p.name for p in GOLDEN] or ["no-samples"]
@@ -82,7 +82,7 @@ def golden(request: pytest.FixtureRequest) -> Path:
     return path
 
 
-def test_golden_file_ingests_cleanly(golden: Path, standin_factory: Make) -> None:
+def test_golden_file_ingests_cleanly(golden: Path, standin_factory: StandInFactory) -> None:
     server = standin_factory([])
     pipeline = _ingest(server, golden)
     report = pipeline.sink.get_report()

@@ -21,6 +21,7 @@ from datahub.metadata.schema_classes import (
 from datahub.specific.aspect_helpers.structured_properties import HasStructuredPropertiesPatch
 from datahub.specific.aspect_helpers.tags import HasTagsPatch
 
+from standin.fixtures import StandInFactory
 from standin.patch import apply_patch
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
@@ -115,7 +116,9 @@ def test_template_patches_and_refusals() -> None:
         apply_patch("globalTags", {"tags": []}, [{"op": "replace", "path": "/x", "value": 1}])
 
 
-def test_a_patch_over_http_lands_on_what_the_store_holds_then(standin_factory: Any) -> None:
+def test_a_patch_over_http_lands_on_what_the_store_holds_then(
+    standin_factory: StandInFactory,
+) -> None:
     """Rest.li PATCH from the SDK's emitter; a hook's write, just before it, is kept."""
     from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
@@ -239,7 +242,7 @@ def _post_proposal(url: str, change: str, aspect: str, value: Any) -> Any:
     )
 
 
-def test_create_refuses_what_exists(standin_factory: Any) -> None:
+def test_create_refuses_what_exists(standin_factory: StandInFactory) -> None:
     server = standin_factory([])
     status = {"removed": False}
     assert _post_proposal(server.url, "CREATE_ENTITY", "status", status).status_code == 200

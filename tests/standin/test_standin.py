@@ -9,7 +9,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,7 @@ from datahub.sdk.main_client import DataHubClient
 
 from standin import StandIn, sdl_path
 from standin import scenario as sn
-from standin.fixtures import require_sdl
-
-Factory = Callable[..., StandIn]
+from standin.fixtures import StandInFactory, require_sdl
 
 ENTITIES_QUERY = """
 query($urns:[String!]!){ entities(urns:$urns){ urn type
@@ -94,7 +92,7 @@ def graph(server: StandIn, **config: Any) -> DataHubGraph:
 
 
 @pytest.fixture
-def server(standin_factory: Factory) -> StandIn:
+def server(standin_factory: StandInFactory) -> StandIn:
     return standin_factory(sn.ml_catalog())
 
 
@@ -393,7 +391,7 @@ def test_requests_are_recorded_and_cleared(server: StandIn) -> None:
     assert server.requests == []
 
 
-def test_token_is_required_when_configured(standin_factory: Factory) -> None:
+def test_token_is_required_when_configured(standin_factory: StandInFactory) -> None:
     server = standin_factory(sn.ml_catalog(), token="secret")
     with pytest.raises(requests.HTTPError, match="401"):
         graph(server).get_aspect(sn.MODEL, sc.MLModelPropertiesClass)

@@ -4,6 +4,7 @@ uniqueness enforced by the database, ordered claims, leases, retries, the 0001 â
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,7 +13,7 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, insert, text
 
 from mlcopilot.incidents import reconcile
-from mlcopilot.model import Finding, Severity
+from mlcopilot.model import Finding, OutboxItem, Severity, SinkName
 from mlcopilot.notify.codec import Delivered, NotifyPolicy, NotifyRequest, OutboxStatus, SinkRef
 from mlcopilot.store import SqlStore, StoreConflict, open_store
 from mlcopilot.store import schema as tables
@@ -34,7 +35,12 @@ def record(store: SqlStore, findings: list[Finding], now: datetime) -> int:
     )
 
 
-def claim(store: SqlStore, now: datetime, owner: str = "me", sinks=("github", "slack", "datahub")):
+def claim(
+    store: SqlStore,
+    now: datetime,
+    owner: str = "me",
+    sinks: Sequence[SinkName] = ("github", "slack", "datahub"),
+) -> OutboxItem | None:
     return store.claim(sinks=list(sinks), owner=owner, now=now, lease=LEASE)
 
 

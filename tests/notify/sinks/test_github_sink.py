@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from mlcopilot.model import Severity
+from mlcopilot.model import OutboxItem, Severity
 from mlcopilot.notify.codec import OutboxStatus
 from mlcopilot.notify.grouping import group_key
 from mlcopilot.notify.sinks.github import GitHubSink
 from testing.fakes.github import FakeGitHub
-from testing.fakes.http import FakeServer, Response
-from testing.notify_world import CUSTOMERS, World, world
+from testing.fakes.http import FakeServer
+from testing.notify_world import CUSTOMERS, Script, World, world
 
 ISSUES = r"/repos/acme/ml-alerts/issues"
-PII = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
+PII: Script = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
 
 
 def github_only(w: World, **settings: object) -> GitHubSink:
@@ -26,7 +26,7 @@ def github_only(w: World, **settings: object) -> GitHubSink:
     return GitHubSink(gh.model_copy(update=settings), clock=w.clock)
 
 
-def rows(w: World, sink: str = "github") -> list:
+def rows(w: World, sink: str = "github") -> list[OutboxItem]:
     with w.store() as store:
         return [i for i in store.outbox() if i.sink == sink]
 
@@ -207,4 +207,6 @@ def test_the_issue_answers_are_real_github_shapes(tmp_path: Path) -> None:
         payload = create.json()
         assert payload["labels"] == ["mlcopilot", "risk:pii-exposure"]
         assert len(payload["title"]) <= 256
-        assert Response  # the fake answers 201 with the issue, as GitHub does
+        # The fake answers 201 with the issue, as GitHub does, and the sink took it as sent.
+        assert [r.status for r in rows(w)] == [OutboxStatus.DONE]
+        assert [i["title"] for i in w.github.issues.values()] == [payload["title"]]

@@ -11,10 +11,10 @@ from mlcopilot.notify.codec import OutboxStatus
 from mlcopilot.notify.sinks.slack import SlackSink
 from testing.fakes.http import FakeServer
 from testing.fakes.slack import WEBHOOK_PATH
-from testing.notify_world import CUSTOMERS, World, world
+from testing.notify_world import CUSTOMERS, Script, World, world
 
 POST = "/api/chat.postMessage"
-PII = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
+PII: Script = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
 
 
 def slack_only(w: World, **settings: object) -> SlackSink:
