@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from mlcopilot.catalog.aspects import STRUCTURED_PROPERTY_PREFIX as _PROPERTY
 from mlcopilot.catalog.datahub.catalog import (
     DataHubCatalog,
     Definition,
@@ -21,10 +22,8 @@ from mlcopilot.catalog.datahub.catalog import (
 from mlcopilot.checks import available_infos
 from mlcopilot.checks.pii_exposure import JUSTIFICATION, JUSTIFICATION_EXPIRES
 from mlcopilot.checks.stale_source import SLA_PROPERTY
-from mlcopilot.model import CheckInfo, Urn
+from mlcopilot.model import TAG_PREFIX, CheckInfo, Urn
 from mlcopilot.writeback import OPEN_RISKS_PROPERTY
-
-_PROPERTY = "urn:li:structuredProperty:"
 
 
 def definitions(infos: Iterable[CheckInfo] | None = None) -> list[Definition]:
@@ -38,7 +37,7 @@ def definitions(infos: Iterable[CheckInfo] | None = None) -> list[Definition]:
     tags: list[Definition] = [
         TagDefinition(
             urn=info.tag,
-            name=info.tag.removeprefix("urn:li:tag:"),
+            name=info.tag.removeprefix(TAG_PREFIX),
             description=f"Set by ML Incident Copilot. {info.tag_description}",
         )
         for info in checks
