@@ -27,8 +27,8 @@ from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 
 from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
-from mlcopilot.catalog.closing import ClosedOnExit
 from mlcopilot.catalog.lite_writer import TIMESERIES, LiteWriter, Outcome, TransactionalLite
+from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import CatalogError
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import Edge, Lineage, Node, Schema, Urn, Write

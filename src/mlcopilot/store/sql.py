@@ -20,7 +20,6 @@ from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from importlib import resources
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 from alembic import command
@@ -52,6 +51,7 @@ from sqlalchemy.exc import (
 )
 
 from mlcopilot import incidents as lifecycle
+from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import StoreError, UsageError
 from mlcopilot.model import (
     Baseline,
@@ -134,7 +134,7 @@ def open_store(url: str) -> SqlStore:
     return SqlStore(engine, shown=shown)
 
 
-class SqlStore:
+class SqlStore(ClosedOnExit):
     """Baselines, scan runs and incidents in a SQL database. Create it with :func:`open_store`.
 
     Timestamps go in and come out timezone-aware (UTC on the way out); naive ones are refused
@@ -150,17 +150,6 @@ class SqlStore:
     def url(self) -> str:
         """The database URL with any password hidden, for messages."""
         return self._shown
-
-    def __enter__(self) -> SqlStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- baselines
 

@@ -37,12 +37,12 @@ from datahub.metadata.schema_classes import StructuredPropertyDefinitionClass, T
 
 from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
-from mlcopilot.catalog.closing import ClosedOnExit
 from mlcopilot.catalog.datahub import queries as q
 from mlcopilot.catalog.datahub.client import GmsClient
 from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.payloads import as_int, envelope_values, mapping, result_urns, written_at
 from mlcopilot.catalog.urns import NO_LINEAGE, aspects_among, urn_type
+from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (

@@ -86,7 +86,6 @@ from typing import Any
 
 from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
-from mlcopilot.catalog.closing import ClosedOnExit
 from mlcopilot.catalog.datahub.catalog import (
     BATCH_SIZE,
     DEFAULT_RETRIES,
@@ -103,6 +102,7 @@ from mlcopilot.catalog.mcp.session import (
 from mlcopilot.catalog.payloads import as_int, envelope_values, result_urns, stamp, written_at
 from mlcopilot.catalog.payloads import mapping as _object
 from mlcopilot.catalog.urns import NO_LINEAGE, urn_type
+from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (

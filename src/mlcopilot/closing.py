@@ -1,4 +1,4 @@
-"""``with catalog:`` for every backend: one context-manager protocol, closed on the way out."""
+"""``with catalog:`` and ``with store:``: one context-manager protocol, closed on the way out."""
 
 from __future__ import annotations
 
