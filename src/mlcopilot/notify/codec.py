@@ -62,6 +62,7 @@ __all__ = [
     "decode_notification",
     "dedupe_key",
     "encode_notification",
+    "problems",
     "with_infos",
 ]
 
@@ -200,23 +201,21 @@ def decode_notification(payload: Mapping[str, Any]) -> Notification:
     try:
         return _NOTIFICATION.validate_python(data)
     except ValidationError as exc:
-        raise PayloadError(f"outbox payload: {_problems(exc)}") from exc
+        raise PayloadError(f"outbox payload: {problems(exc, stored={'infos': 'checks'})}") from exc
 
 
-def _problems(exc: ValidationError, shown: int = 3) -> str:
-    """The first ``shown`` errors as ``path: message (got value)``, in the stored key names."""
-    problems = []
+def problems(exc: ValidationError, *, shown: int = 3, stored: Mapping[str, str] = {}) -> str:
+    """What pydantic found wrong, one ``path: message (got value)`` per error.
+
+    The path names keys as they are stored: ``stored`` maps a field name to its stored key
+    where they differ. Only the first ``shown`` errors are listed, then how many more.
+    """
+    lines = []
     for error in exc.errors(include_url=False)[:shown]:
-        loc = [
-            "checks" if part == "infos" and i == 1 else str(part)
-            for i, part in enumerate(error["loc"])
-        ]
+        path = ".".join(stored.get(p, p) if isinstance(p, str) else str(p) for p in error["loc"])
         value = error.get("input")
-        got = (
-            f" (got {value!r})"
-            if error["type"] != "missing" and isinstance(value, str | int | float | bool | None)
-            else ""
-        )
-        problems.append(f"{'.'.join(loc)}: {error['msg']}{got}")
+        scalar = isinstance(value, str | int | float | bool | None)
+        got = f" (got {value!r})" if scalar and error["type"] != "missing" else ""
+        lines.append(f"{path}: {error['msg']}{got}")
     more = exc.error_count() - shown
-    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
+    return "; ".join(lines) + (f"; and {more} more" if more > 0 else "")

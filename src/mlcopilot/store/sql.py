@@ -27,6 +27,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import (
     Connection,
     Engine,
@@ -64,12 +65,12 @@ from mlcopilot.model import (
     OutboxStatus,
     PlannedRow,
     Schema,
-    SchemaField,
     SinkName,
     SinkRef,
     Urn,
     WatchedGroup,
 )
+from mlcopilot.notify.codec import problems
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql
 from mlcopilot.store import schema as t
 from mlcopilot.store.rows import incident_from_mapping
@@ -724,38 +725,16 @@ def _jsonable(value: object) -> Any:
     return str(value)
 
 
+_SCHEMA: Final = TypeAdapter(Schema)
+
+
 def _schema_json(schema: Schema) -> dict[str, Any]:
-    return {
-        "fields": [
-            {
-                "path": f.path,
-                "type": f.type,
-                "native_type": f.native_type,
-                "description": f.description,
-                "position": f.position,
-                "tags": sorted(f.tags),
-                "terms": sorted(f.terms),
-            }
-            for f in schema.fields
-        ]
-    }
-
-
-def _schema_from(data: Mapping[str, Any]) -> Schema:
-    return Schema(
-        fields=tuple(
-            SchemaField(
-                path=f["path"],
-                type=f["type"],
-                native_type=f.get("native_type", ""),
-                description=f.get("description", ""),
-                position=f.get("position", 0),
-                tags=frozenset(f.get("tags", ())),
-                terms=frozenset(f.get("terms", ())),
-            )
-            for f in data["fields"]
-        )
-    )
+    data: dict[str, Any] = _SCHEMA.dump_python(schema, mode="json")
+    for f in data["fields"]:
+        # Sets as sorted lists, as rows always stored them: the same schema, the same JSON.
+        f["tags"].sort()
+        f["terms"].sort()
+    return data
 
 
 def _baseline_row(b: Baseline) -> dict[str, Any]:
@@ -771,10 +750,17 @@ def _baseline_row(b: Baseline) -> dict[str, Any]:
 
 def _baseline_from(row: Row[Any]) -> Baseline:
     m = row._mapping
+    try:
+        schema = _SCHEMA.validate_python(m["schema"])
+    except ValidationError as exc:
+        raise StoreError(
+            f"the stored baseline of {m['dataset']} for {m['model']} is unreadable "
+            f"(schema {problems(exc)}); accept a new one with `mlcopilot baseline accept`"
+        ) from exc
     return Baseline(
         model=m["model"],
         dataset=m["dataset"],
-        schema=_schema_from(m["schema"]),
+        schema=schema,
         source=m["source"],
         captured_at=m["captured_at"],
     )

@@ -1,0 +1,101 @@
+"""Stored baselines read back unchanged, and a damaged one says which and what is wrong.
+
+``stored/baseline-schema.json`` is a baseline's ``schema`` column exactly as the store wrote
+it (SQLite's JSON text) before the schema codec moved to pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from mlcopilot.errors import StoreError
+from mlcopilot.model import Baseline, Schema, SchemaField
+from mlcopilot.store import SqlStore, open_store
+from tests.store.test_store_contract import DS, MODEL
+
+STORED = (Path(__file__).parent / "stored" / "baseline-schema.json").read_text().rstrip("\n")
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[tuple[SqlStore, Path]]:
+    path = tmp_path / "state.db"
+    with open_store(f"sqlite:///{path}") as store:
+        yield store, path
+
+
+def _stored_schema(path: Path, text: str | None = None) -> str:
+    """The baseline's raw ``schema`` text, after replacing it with ``text`` if given."""
+    with sqlite3.connect(path) as conn:
+        if text is not None:
+            conn.execute("UPDATE baselines SET schema = ?", (text,))
+        (stored,) = conn.execute("SELECT schema FROM baselines").fetchone()
+    return str(stored)
+
+
+def _save(store: SqlStore, schema: Schema) -> None:
+    store.save_baselines(
+        [Baseline(model=MODEL, dataset=DS, schema=schema, source="history", captured_at=T0)]
+    )
+
+
+def test_a_stored_baseline_reads_back_and_is_written_again_byte_for_byte(
+    db: tuple[SqlStore, Path],
+) -> None:
+    store, path = db
+    _save(store, Schema(fields=()))
+    _stored_schema(path, STORED)
+
+    baseline = store.baseline(MODEL, DS)
+    assert baseline is not None
+    ident, email = baseline.schema.fields
+    assert ident == SchemaField(
+        path="id",
+        type="NUMBER",
+        native_type="bigint",
+        description="key",
+        position=0,
+        tags=frozenset({"urn:li:tag:a", "urn:li:tag:b"}),
+        terms=frozenset({"urn:li:glossaryTerm:z"}),
+    )
+    assert email == SchemaField(path="email", type="STRING")
+
+    _save(store, Schema(fields=()))
+    _save(store, baseline.schema)
+    assert _stored_schema(path) == STORED
+
+
+def test_tags_are_stored_sorted_whatever_the_set_order(db: tuple[SqlStore, Path]) -> None:
+    store, path = db
+    tags = frozenset(f"urn:li:tag:t{i:02}" for i in range(20))
+    _save(store, Schema(fields=(SchemaField(path="a", type="STRING", tags=tags),)))
+    (field,) = json.loads(_stored_schema(path))["fields"]
+    assert field["tags"] == sorted(tags)
+
+
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        ('{"fields": [{"path": "id"}]}', "fields.0.type: Field required"),
+        ('{"fields": [{"path": "id", "type": "STRING", "position": "first"}]}', "(got 'first')"),
+        ('{"columns": []}', "fields: Field required"),
+    ],
+)
+def test_a_damaged_baseline_names_itself_and_what_is_wrong(
+    db: tuple[SqlStore, Path], schema: str, says: str
+) -> None:
+    store, path = db
+    _save(store, Schema(fields=()))
+    _stored_schema(path, schema)
+    with pytest.raises(StoreError) as raised:
+        store.baseline(MODEL, DS)
+    message = str(raised.value)
+    assert f"baseline of {DS} for {MODEL} is unreadable" in message
+    assert says in message
+    assert "mlcopilot baseline accept" in message
