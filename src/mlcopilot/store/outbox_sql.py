@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import Connection, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from mlcopilot.errors import StoreError
 from mlcopilot.model import Delivered, OutboxItem, OutboxStatus, SinkName, SinkRef
+from mlcopilot.notify.codec import problems
 from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
 
@@ -216,27 +219,19 @@ def retry(conn: Connection, ids: Sequence[int] | None, *, now: datetime) -> int:
     return int(conn.execute(stmt).rowcount)
 
 
+_ITEM: Final = TypeAdapter(OutboxItem)
+
+
 def item_from(m: Mapping[str, Any]) -> OutboxItem:
-    """An :class:`OutboxItem` from an ``outbox`` row."""
-    return OutboxItem(
-        id=int(m["id"]),
-        sink=m["sink"],
-        action=m["action"],
-        group_key=m["group_key"],
-        group_generation=int(m["group_generation"]),
-        seq=int(m["seq"]),
-        dedupe_key=m["dedupe_key"],
-        payload=m["payload"],
-        status=OutboxStatus(m["status"]),
-        attempts=int(m["attempts"]),
-        created_at=_aware(m["created_at"]),
-        not_before=_aware(m["not_before"]),
-        next_attempt_at=_aware(m["next_attempt_at"]),
-        uncertain=bool(m["uncertain"]),
-        last_error=m["last_error"],
-        warning=m["warning"],
-        delivered_at=m["delivered_at"],
-    )
+    """An :class:`OutboxItem` from an ``outbox`` row: its columns are the item's fields.
+
+    Raises:
+        StoreError: A column holds what no outbox row may (an unknown action, say).
+    """
+    try:
+        return _ITEM.validate_python(m)
+    except ValidationError as exc:
+        raise StoreError(f"outbox row {m.get('id')} is unreadable: {problems(exc)}") from exc
 
 
 def _aware(value: datetime) -> datetime:

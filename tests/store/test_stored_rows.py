@@ -1,4 +1,4 @@
-"""Stored baselines read back unchanged, and a damaged one says which and what is wrong.
+"""Stored rows read back unchanged, and a damaged one says which it is and what is wrong.
 
 ``stored/baseline-schema.json`` is a baseline's ``schema`` column exactly as the store wrote
 it (SQLite's JSON text) before the schema codec moved to pydantic.
@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from mlcopilot.errors import StoreError
-from mlcopilot.model import Baseline, Schema, SchemaField
+from mlcopilot.incidents import reconcile
+from mlcopilot.model import Baseline, NotifyPolicy, NotifyRequest, Schema, SchemaField
 from mlcopilot.store import SqlStore, open_store
-from tests.store.test_store_contract import DS, MODEL
+from tests.store.test_store_contract import DS, MODEL, finding
 
 STORED = (Path(__file__).parent / "stored" / "baseline-schema.json").read_text().rstrip("\n")
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -99,3 +100,19 @@ def test_a_damaged_baseline_names_itself_and_what_is_wrong(
     assert f"baseline of {DS} for {MODEL} is unreadable" in message
     assert says in message
     assert "mlcopilot baseline accept" in message
+
+
+def test_a_damaged_outbox_row_names_itself_and_what_is_wrong(db: tuple[SqlStore, Path]) -> None:
+    store, path = db
+    changes = reconcile([], [finding()], evaluated=lambda *_: True, now=T0)
+    request = NotifyRequest(policy=NotifyPolicy(), sinks=("github",))
+    store.record_scan(
+        changes, started_at=T0, now=T0, catalog="c", models=[MODEL], findings=1, notify=request
+    )
+    (row,) = store.outbox()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE outbox SET action = 'shout' WHERE id = ?", (row.id,))
+    with pytest.raises(StoreError) as raised:
+        store.outbox()
+    assert str(raised.value).startswith(f"outbox row {row.id} is unreadable: action: ")
+    assert "(got 'shout')" in str(raised.value)
