@@ -3,7 +3,9 @@
 Subclasses route requests to handlers; tests script faults with :meth:`FakeServer.fail`:
 an HTTP status with headers and body (optionally *after* doing the work, as a server whose
 success was lost behind a 502 would), a delay longer than the client's timeout, or a dropped
-connection.
+connection; and with :meth:`FakeServer.slow_drip`, a slow drip: the real answer, its headers at once
+and then its body one byte at a time (the server that keeps a per-read timeout from ever
+firing).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class Fault:
     delay: float = 0.0
     drop: bool = False
     times: int = 1
+    drip: float = 0.0
+    """Seconds between the body's bytes (0: the body goes at once)."""
 
 
 Handler = Callable[[Request, re.Match[str]], Response]
@@ -70,6 +74,9 @@ class FakeServer:
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._stopping = threading.Event()
+        self.drips_abandoned = 0
+        """Slow drips the client hung up on before the body was complete."""
 
     # --- set-up
 
@@ -97,6 +104,16 @@ class FakeServer:
                 Fault(method, re.compile(pattern + r"\Z"), response, after, delay, drop, times)
             )
 
+    def slow_drip(self, method: str, pattern: str, interval: float, *, times: int = 1) -> None:
+        """Answer the next ``times`` matching requests for real, the body one byte per ``interval``.
+
+        The work is done first (a post is stored), as a server whose answer is merely slow.
+        """
+        with self._lock:
+            self._faults.append(
+                Fault(method, re.compile(pattern + r"\Z"), None, times=times, drip=interval)
+            )
+
     @property
     def url(self) -> str:
         assert self._server is not None
@@ -119,6 +136,7 @@ class FakeServer:
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 
+        self._stopping.clear()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         thread = threading.Thread(
@@ -128,6 +146,7 @@ class FakeServer:
         try:
             yield self
         finally:
+            self._stopping.set()  # a drip still going ends now
             self._server.shutdown()
             self._server.server_close()
 
@@ -166,7 +185,10 @@ class FakeServer:
             response = self._route(request)
             if fault is not None and fault.response is not None:
                 response = fault.response
-        self._send(h, response)
+        if fault is not None and fault.drip:
+            self._send_slowly(h, response, fault.drip)
+        else:
+            self._send(h, response)
 
     def _take_fault(self, request: Request) -> Fault | None:
         for fault in self._faults:
@@ -184,20 +206,41 @@ class FakeServer:
                 return handler(request, match)
         return Response(404, {"message": "Not Found"})
 
-    def _send(self, h: BaseHTTPRequestHandler, response: Response) -> None:
+    @staticmethod
+    def _payload(response: Response) -> bytes:
         if isinstance(response.body, str | bytes):
-            payload = response.body.encode() if isinstance(response.body, str) else response.body
-        elif response.body is None:
-            payload = b""
-        else:
-            payload = json.dumps(response.body).encode()
+            return response.body.encode() if isinstance(response.body, str) else response.body
+        return b"" if response.body is None else json.dumps(response.body).encode()
+
+    @staticmethod
+    def _send_head(h: BaseHTTPRequestHandler, response: Response, length: int) -> None:
+        h.send_response(response.status)
+        h.send_header("Content-Type", response.content_type)
+        h.send_header("Content-Length", str(length))
+        for name, value in response.headers.items():
+            h.send_header(name, value)
+        h.end_headers()
+
+    def _send(self, h: BaseHTTPRequestHandler, response: Response) -> None:
+        payload = self._payload(response)
         try:
-            h.send_response(response.status)
-            h.send_header("Content-Type", response.content_type)
-            h.send_header("Content-Length", str(len(payload)))
-            for name, value in response.headers.items():
-                h.send_header(name, value)
-            h.end_headers()
+            self._send_head(h, response, len(payload))
             h.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             pass
+
+    def _send_slowly(self, h: BaseHTTPRequestHandler, response: Response, interval: float) -> None:
+        """The headers at once, then the body a byte per ``interval`` until the client hangs up."""
+        payload = self._payload(response)
+        h.close_connection = True  # whatever happens, this connection serves no other request
+        try:
+            self._send_head(h, response, len(payload))
+            h.wfile.flush()
+            for i in range(len(payload)):
+                if self._stopping.wait(interval):
+                    return
+                h.wfile.write(payload[i : i + 1])
+                h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up: what we test for
+            with self._lock:
+                self.drips_abandoned += 1
