@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES
-from mlcopilot.cli.demo_run import SCAN_TIMES
 
 from benchmarks.generate import Shape, generate
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
@@ -29,6 +28,7 @@ from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
 from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.checks import load_checks
+from mlcopilot.cli.demo_run import SCAN_TIMES
 from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Write
 from mlcopilot.protocols import Catalog, WalkLimits
 from mlcopilot.scan import ScanOptions, scan

@@ -1,0 +1,115 @@
+"""``mlcopilot catalog load`` and ``mlcopilot baseline accept``: what the embedded catalog holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from mlcopilot.cli._app import (
+    CatalogOption,
+    StateOption,
+    baseline_app,
+    catalog_app,
+    command_settings,
+    err,
+    opened,
+    out,
+)
+from mlcopilot.wording import count
+
+
+@catalog_app.command("load")
+def catalog_load(
+    files: Annotated[list[Path], typer.Argument(help="DataHub metadata files (JSON MCPs/MCEs).")],
+    catalog: CatalogOption = None,
+) -> None:
+    """Load DataHub metadata files into the embedded catalog (streamed, all or nothing)."""
+    import signal
+
+    from mlcopilot.catalog.loader import check_files, load_metadata_files
+    from mlcopilot.wiring import open_lite
+
+    settings = command_settings(catalog=catalog)
+    check_files(files)  # a missing file must not leave an empty catalog behind
+    lite = open_lite(settings.catalog_spec)
+
+    def stop(signum: int, frame: object) -> None:
+        # Unwind like Ctrl-C: the load's transaction rolls back and the catalog stays as it was.
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with _load_progress() as progress:
+            summary = load_metadata_files(lite, files, progress=progress)
+    except KeyboardInterrupt:
+        err.print("[bold red]interrupted[/]: nothing was loaded, the catalog is as it was")
+        raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        lite.close()
+    out.print(
+        f"Loaded {summary.records} records from {summary.files} file(s) into {lite.label}: "
+        f"{summary.urns} entities, {summary.aspects} aspects, {summary.new_versions} new "
+        f"aspect versions, {summary.patches} patches applied, {summary.skipped} skipped."
+    )
+    for skip in summary.skips:
+        out.print(f"  skipped {escape(skip)}")
+    if summary.skipped > len(summary.skips):
+        out.print(f"  ... and {summary.skipped - len(summary.skips)} more skipped")
+
+
+@contextmanager
+def _load_progress() -> Iterator[Callable[[int, int], None]]:
+    """``catalog load``'s progress: a bar by bytes on a terminal, else a line every 15 s."""
+    import time
+
+    if err.is_terminal:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+        with Progress(TextColumn("loading"), *columns, console=err, transient=True) as bar:
+            task = bar.add_task("load", total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+        return
+    started = last = time.monotonic()
+
+    def line(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= 15:
+            last = now
+            rate = done / (now - started) / 1e6
+            err.print(f"loading: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB ({rate:.1f} MB/s)")
+
+    yield line
+
+
+@baseline_app.command("accept")
+def baseline_accept(
+    model: Annotated[str, typer.Argument(help="The model urn whose upstream schemas to accept.")],
+    catalog: CatalogOption = None,
+    state_url: StateOption = None,
+) -> None:
+    """Accept the current upstream schemas as the model's baseline (ends reported drift)."""
+    from mlcopilot.names import short_name
+    from mlcopilot.scan import accept_baselines
+
+    with opened(command_settings(catalog, state_url)) as (cat, store):
+        accepted = accept_baselines(cat, store, model, now=datetime.now(UTC))
+    out.print(
+        f"Accepted the current schema of {count(len(accepted), 'upstream dataset')} for "
+        f"{short_name(model)}; the next scan resolves their drift incidents."
+    )

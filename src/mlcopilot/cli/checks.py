@@ -1,0 +1,19 @@
+"""``mlcopilot checks``: every check's own documentation (built-in and installed plugins)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from mlcopilot.cli._app import app, out
+
+
+@app.command("checks")
+def checks_command() -> None:
+    """Describe every check: what it flags, why it matters, how to fix it."""
+    # The registry imports each check's module, never a backend: this command starts fast.
+    from mlcopilot.checks import describe_checks
+
+    for name, doc in describe_checks():
+        out.print(f"[bold]{name}[/]")
+        out.print(escape(doc))
+        out.print()

@@ -1,0 +1,66 @@
+"""``mlcopilot datahub setup`` and ``mlcopilot doctor``: prepare and check a DataHub server."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from mlcopilot.cli._app import app, command_settings, datahub_app, out
+from mlcopilot.errors import UsageError
+
+DataHubOption = Annotated[
+    str,
+    typer.Option(
+        "--catalog",
+        help="datahub:URL (or datahub: to use DATAHUB_GMS_URL / ~/.datahubenv); mcp:URL is "
+        "checked through the same server.",
+    ),
+]
+
+
+@datahub_app.command("setup")
+def datahub_setup(
+    catalog: DataHubOption = "datahub:",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what is missing.")] = False,
+) -> None:
+    """Create the tags and structured properties mlcopilot writes (idempotent)."""
+    from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+    from mlcopilot.catalog.datahub.connection import settings_from_spec
+    from mlcopilot.catalog.datahub.setup import setup_datahub
+
+    location = _datahub_location(catalog)
+    with DataHubCatalog.from_settings(settings_from_spec(location, command_settings())) as target:
+        result = setup_datahub(target, dry_run=dry_run)
+    verb = "would create" if dry_run else "created"
+    out.print(
+        f"{target.label}: {verb} {len(result.created)}, already there {len(result.existing)}."
+    )
+    for urn in result.created:
+        out.print(f"  + {escape(urn)}")
+
+
+@app.command("doctor")
+def doctor_command(catalog: DataHubOption = "datahub:") -> None:
+    """Check that a DataHub can be scanned and written back to, one line per check."""
+    from mlcopilot.catalog.datahub.doctor import run_doctor
+
+    kind = "mcp" if catalog.startswith("mcp:") else "datahub"
+    checks = run_doctor(f"{kind}:{_datahub_location(catalog)}", config=command_settings())
+    for check in checks:
+        mark = (
+            "[green]pass[/]"
+            if check.ok
+            else ("[red]FAIL[/]" if check.required else "[yellow]warn[/]")
+        )
+        out.print(f"{mark}  {escape(check.name)}: {escape(check.detail)}")
+    if any(not c.ok and c.required for c in checks):
+        raise typer.Exit(1)
+
+
+def _datahub_location(spec: str) -> str:
+    kind, _, location = spec.partition(":")
+    if kind not in {"datahub", "mcp"}:
+        raise UsageError(f"--catalog {spec!r}: expected datahub:URL, datahub: or mcp:URL")
+    return location
