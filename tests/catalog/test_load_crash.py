@@ -92,7 +92,9 @@ def test_a_load_killed_at_random_points_changes_nothing(
     shutil.copy(catalog, loaded)
     probe = start_load(loaded, big_file, tmp_path)
     started = time.monotonic()
-    assert probe.wait(timeout=300) == 0, probe.stderr.read() if probe.stderr else ""
+    # communicate, not wait: it drains and closes both pipes (a full pipe would stall the load).
+    _, probe_stderr = probe.communicate(timeout=300)
+    assert probe.returncode == 0, probe_stderr.decode()
     whole = time.monotonic() - started
     after = snapshot(loaded)
     assert after != before

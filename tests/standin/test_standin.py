@@ -3,20 +3,20 @@ the real ``mcp-server-datahub`` process over stdio with the official ``mcp`` cli
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 import sys
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
+import anyio
 import pytest
 import requests
+from anyio.from_thread import start_blocking_portal
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.rest_emitter import ClientMode  # type: ignore[attr-defined]
 from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
@@ -26,6 +26,8 @@ from datahub.sdk.main_client import DataHubClient
 from standin import StandIn, sdl_path
 from standin import scenario as sn
 from standin.fixtures import StandInFactory, require_sdl
+
+T = TypeVar("T")
 
 ENTITIES_QUERY = """
 query($urns:[String!]!){ entities(urns:$urns){ urn type
@@ -438,39 +440,35 @@ def test_hang_times_out_the_client(server: StandIn) -> None:
 
 
 class McpSession:
-    """An ``mcp`` ClientSession kept open on a background event loop, called synchronously."""
+    """An ``mcp`` ClientSession on anyio's blocking portal (its own event loop in a thread),
+    called synchronously; ``close`` ends the session, the server process and the loop."""
 
     def __init__(self, env: dict[str, str]) -> None:
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
         command = Path(sys.executable).with_name("mcp-server-datahub")
-        self._params = StdioServerParameters(command=str(command), args=[], env=env)
-        self._client, self._session_cls = stdio_client, ClientSession
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        self._ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._main = asyncio.run_coroutine_threadsafe(self._run(), self._loop)
-        self.session = self._ready.result(timeout=60)
-
-    async def _run(self) -> None:
-        self._stop = asyncio.Event()
+        params = StdioServerParameters(command=str(command), args=[], env=env)
+        self._stack = ExitStack()
         try:
-            async with (
-                self._client(self._params) as (read, write),
-                self._session_cls(read, write) as session,
-            ):
-                self.initialized = await session.initialize()
-                self._ready.set_result(session)
-                await self._stop.wait()
-        except BaseException as exc:
-            if not self._ready.done():
-                self._ready.set_exception(exc)
+            self._portal = self._stack.enter_context(start_blocking_portal())
+            read, write = self._stack.enter_context(
+                self._portal.wrap_async_context_manager(stdio_client(params))
+            )
+            self.session = self._stack.enter_context(
+                self._portal.wrap_async_context_manager(ClientSession(read, write))
+            )
+            self.initialized = self.run(self.session.initialize())
+        except BaseException:
+            self._stack.close()
             raise
 
-    def run(self, coro: Any, timeout: float = 60) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+        async def bounded() -> T:
+            with anyio.fail_after(timeout):
+                return await coro
+
+        return self._portal.call(bounded)
 
     def call(self, tool: str, **arguments: Any) -> Any:
         return self.run(
@@ -478,12 +476,7 @@ class McpSession:
         )
 
     def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        try:
-            self._main.result(timeout=15)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
+        self._stack.close()
 
 
 @pytest.fixture(scope="module")
