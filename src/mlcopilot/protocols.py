@@ -1,7 +1,9 @@
 """The extension points on one page: what a catalog, a check and a state store must do.
 
-Implementations do not inherit from these; mypy checks them structurally
-(see ``tests/test_protocols.py``) and the contract suites check their behaviour.
+Implementations do not inherit from these: mypy checks them structurally wherever one is used
+as such (``wiring.open_catalog``, the end of ``store/sql.py``, the catalog contract tests), and
+the contract suites check their behaviour. The relay's side of the store is
+:class:`OutboxStore`, which :class:`StateStore` extends.
 """
 
 from __future__ import annotations
@@ -155,8 +157,12 @@ class OutboxStore(Protocol):
 
     def complete(
         self, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
-    ) -> None:
-        """Mark ``item`` done and remember the sink reference it produced."""
+    ) -> bool:
+        """Mark ``item`` done and remember the sink reference it produced.
+
+        Returns False when ``owner`` no longer held the row (its lease expired and another
+        relay claimed it): the row is left as that relay has it.
+        """
         ...
 
     def fail(
@@ -179,6 +185,10 @@ class OutboxStore(Protocol):
 
     def next_due(self, *, sinks: Sequence[SinkName]) -> datetime | None:
         """When the earliest waiting row of ``sinks`` becomes due (None: nothing waits)."""
+        ...
+
+    def held(self, *, sinks: Sequence[SinkName], now: datetime) -> list[OutboxItem]:
+        """Rows of ``sinks`` being sent under a lease that has not expired at ``now``."""
         ...
 
 
