@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
+    JSON,
     NOT_IN_CATALOG,
     CheckInfo,
     CheckOutcome,
@@ -113,7 +114,7 @@ def _deprecated(deprecation: Deprecation, now: datetime) -> tuple[Severity, str]
     )
 
 
-def _evidence(deprecation: Deprecation | None, now: datetime) -> dict[str, object]:
+def _evidence(deprecation: Deprecation | None, now: datetime) -> dict[str, JSON]:
     """The deprecation details (none for a soft-deleted entity that is not deprecated)."""
     if deprecation is None:
         return {}

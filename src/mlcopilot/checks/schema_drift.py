@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
+    JSON,
     NOT_IN_CATALOG,
     ChangeKind,
     CheckInfo,
@@ -286,8 +287,8 @@ def _type_change(old: SchemaField, new: SchemaField) -> str:
 
 def _evidence(
     old: SchemaField | None, new: SchemaField | None, feeds: bool | None
-) -> dict[str, object]:
-    evidence: dict[str, object] = {}
+) -> dict[str, JSON]:
+    evidence: dict[str, JSON] = {}
     if old is not None:
         evidence["baseline_type"] = old.type
         evidence["baseline_native_type"] = old.native_type

@@ -28,6 +28,7 @@ from mlcopilot.model.catalog import (
     Urn,
 )
 from mlcopilot.model.findings import (
+    JSON,
     NOT_IN_CATALOG,
     Baseline,
     ChangeKind,
@@ -73,6 +74,7 @@ from mlcopilot.model.writes import (
 from mlcopilot.names import short_name as short_name
 
 __all__ = [
+    "JSON",
     "NOTIFY_SINKS",
     "NOT_IN_CATALOG",
     "TAG_PREFIX",

@@ -7,16 +7,20 @@ A check describes itself with a :class:`CheckInfo`; its :class:`Finding` s are r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as _field
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from mlcopilot.model.catalog import TAG_PREFIX, Lineage, Schema, Urn
 
 ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
+
+JSON: TypeAlias = "Mapping[str, JSON] | Sequence[JSON] | str | int | float | bool | None"
+"""A value that is plain JSON data: what a finding's ``evidence`` holds, so every report and
+the store can carry it as it is (no datetimes or sets: ISO strings and lists instead)."""
 
 
 class Severity(StrEnum):
@@ -130,7 +134,10 @@ class Finding:
     path: tuple[Urn, ...]
     change: ChangeKind | None = None
     previous_field: str | None = None
-    evidence: Mapping[str, object] = _field(default_factory=dict)
+    evidence: Mapping[str, JSON] = _field(default_factory=dict)
+    """The facts behind ``message``, by name (a rename's ``confidence``, a freshness SLA's
+    ``sla_hours`` and ``last_updated``, a ``decommission_time``...): what a script reads instead
+    of parsing the text. Empty when the check records none."""
 
     @property
     def id(self) -> str:
