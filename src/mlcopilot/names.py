@@ -2,17 +2,18 @@
 
 Built on the SDK's urn classes (``datahub.metadata.urns``), so nested urns (a dataJob's
 dataFlow, a schemaField's dataset) are parsed, never split on commas. The SDK's urn module is
-already imported when the ``mlcopilot`` command starts (the catalog backends need it), so this
-module adds nothing to startup.
+loaded at the first name asked for, not on import: importing this module (``mlcopilot.model``
+re-exports it) must not load the SDK, so commands that print no name (``mlcopilot --help``,
+``mlcopilot checks``) start without it.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from datahub.metadata import urns as du
-from datahub.utilities.urns.error import InvalidUrnError
-from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
+if TYPE_CHECKING:
+    from datahub.metadata import urns as du
 
 _URN_PREFIX = "urn:li:"
 
@@ -29,7 +30,10 @@ def short_name(urn: str) -> str:
 @lru_cache(maxsize=65_536)
 def _cached(urn: str) -> str:
     # Called once per finding, incident and row rendered; an estate repeats the same few
-    # thousand urns, so the parse is done once per urn.
+    # thousand urns, so the parse is done once per urn (and so are these imports).
+    from datahub.metadata import urns as du
+    from datahub.utilities.urns.error import InvalidUrnError
+
     try:
         parsed = du.Urn.from_string(urn)
     except (InvalidUrnError, ValueError):
@@ -39,7 +43,18 @@ def _cached(urn: str) -> str:
 
 
 def _readable(urn: du.Urn) -> str:
-    if isinstance(urn, _NAMED):
+    from datahub.metadata import urns as du
+    from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
+
+    if isinstance(
+        urn,
+        du.DatasetUrn
+        | du.MlModelUrn
+        | du.MlModelGroupUrn
+        | du.MlModelDeploymentUrn
+        | du.MlFeatureTableUrn
+        | du.DataProcessUrn,
+    ):
         return urn.name  # (platform, name[, env]): the name is what people call it
     if isinstance(urn, du.MlFeatureUrn | du.MlPrimaryKeyUrn):
         return f"{urn.feature_namespace}.{urn.name}"
@@ -61,16 +76,6 @@ def _readable(urn: du.Urn) -> str:
     if isinstance(urn, du.MetricUrn | du.SemanticModelUrn | du.VersionSetUrn):
         return urn.id
     return _generic(urn)
-
-
-_NAMED = (
-    du.DatasetUrn,
-    du.MlModelUrn,
-    du.MlModelGroupUrn,
-    du.MlModelDeploymentUrn,
-    du.MlFeatureTableUrn,
-    du.DataProcessUrn,
-)
 
 
 def _nested(text: str) -> str:
