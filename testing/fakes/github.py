@@ -4,12 +4,20 @@ Real paths (``/repos/{owner}/{repo}/issues`` …, also under ``/api/v3`` as on G
 Server), real status codes (201 on create, 401 "Bad credentials", 404, 422 "Validation
 Failed" for a title over 256 or a body over 65 536 characters), and the rate-limit headers
 (``x-ratelimit-*``) GitHub sends. Issues filter by label and state and paginate with ``Link``.
+
+Behaviours a test switches on, as GitHub (or a network in front of it) shows them:
+:meth:`FakeGitHub.reset_in_the_past` (a primary rate limit whose ``x-ratelimit-reset`` has
+already passed by the client's clock), :meth:`FakeGitHub.always_429` (``429`` with
+``Retry-After`` on every request) and :meth:`FakeGitHub.drip` (headers at once, then the body
+one byte at a time).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +37,8 @@ class FakeGitHub(FakeServer):
         self.labels: dict[str, dict[str, Any]] = {}
         self._ids = 1000
         self._guard = threading.Lock()
+        self._limited: Response | None = None
+        self._drip: tuple[float, bool] | None = None
         repo = prefix + r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
         self.route("GET", prefix + "/user", self._user)
         self.route("GET", repo + "/labels/(?P<name>[^/]+)", self._get_label)
@@ -57,12 +67,52 @@ class FakeGitHub(FakeServer):
         self.issues[number]["assignees"] = [_user(login)]
         self.issues[number]["assignee"] = _user(login)
 
+    # --- behaviours
+
+    def reset_in_the_past(self, *, skew_s: int = 120) -> None:
+        """Answer every request with GitHub's primary rate limit, reset ``skew_s`` ago.
+
+        What a client whose clock runs ahead of GitHub's sees: ``x-ratelimit-remaining: 0``
+        and a reset time it has already passed.
+        """
+        reset = str(int(time.time()) - skew_s)
+        self._limited = Response(
+            403,
+            {
+                "message": "API rate limit exceeded for user ID 1.",
+                "documentation_url": _DOCS + "/overview/rate-limits-for-the-rest-api",
+            },
+            {"x-ratelimit-remaining": "0", "x-ratelimit-used": "5000", "x-ratelimit-reset": reset},
+        )
+
+    def always_429(self, *, retry_after: str = "1") -> None:
+        """Answer every request ``429 Too Many Requests`` with ``Retry-After``, forever."""
+        self._limited = Response(
+            429,
+            {"message": "You have exceeded a secondary rate limit.", "documentation_url": _DOCS},
+            {"retry-after": retry_after},
+        )
+
+    def stop_limiting(self) -> None:
+        """Answer normally again."""
+        self._limited = None
+
+    def drip(self, interval_s: float | None, *, headers: bool = False) -> None:
+        """Send each response's body one byte every ``interval_s`` (a slow drip).
+
+        With ``headers``, the status line and headers drip too. Each byte comes well within
+        any read timeout.
+        """
+        self._drip = None if interval_s is None else (interval_s, headers)
+
     # --- routing
 
     def _route(self, request: Request) -> Response:
         auth = request.headers.get("authorization", "")
         if auth not in (f"token {self.token}", f"Bearer {self.token}"):
             return Response(401, {"message": "Bad credentials", "documentation_url": _DOCS})
+        if self._limited is not None:
+            return Response(self._limited.status, self._limited.body, dict(self._limited.headers))
         return super()._route(request)
 
     def _send(self, h: Any, response: Response) -> None:
@@ -76,7 +126,28 @@ class FakeGitHub(FakeServer):
             "x-github-request-id": "F00D:1234:5678",
         }
         response.headers = {**defaults, **response.headers}
-        super()._send(h, response)
+        if self._drip is None:
+            super()._send(h, response)
+            return
+        interval, headers_too = self._drip
+        body = json.dumps(response.body).encode() if response.body is not None else b""
+        head = f"HTTP/1.1 {response.status} {h.responses[response.status][0]}\r\n"
+        fields = {
+            "Content-Type": response.content_type,
+            "Content-Length": str(len(body)),
+            **response.headers,
+        }
+        head += "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
+        at_once, dripped = (b"", head.encode() + body) if headers_too else (head.encode(), body)
+        try:
+            h.wfile.write(at_once)
+            h.wfile.flush()
+            for i in range(len(dripped)):
+                time.sleep(interval)
+                h.wfile.write(dripped[i : i + 1])
+                h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up: what we test
+            pass
 
     def _user(self, request: Request, m: re.Match[str]) -> Response:
         return Response(200, _user(self.login))

@@ -210,3 +210,26 @@ def test_the_issue_answers_are_real_github_shapes(tmp_path: Path) -> None:
         # The fake answers 201 with the issue, as GitHub does, and the sink took it as sent.
         assert [r.status for r in rows(w)] == [OutboxStatus.DONE]
         assert [i["title"] for i in w.github.issues.values()] == [payload["title"]]
+
+
+@pytest.mark.parametrize("headers", [False, True], ids=["body", "headers-and-body"])
+def test_a_server_that_drips_its_answer_is_cut_off_at_the_call_deadline(
+    tmp_path: Path, headers: bool
+) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        # One byte every 50 ms: each read is well within the 0.3 s timeout, the call is not.
+        w.github.drip(0.05, headers=headers)
+        sink = github_only(w, timeout_s=0.3)
+        first = w.scan(sinks=[sink])
+        assert first.relay is not None
+        ((_item, error),) = first.relay.retrying
+        assert "GitHub GET /user: no complete answer within 0.3 s" in error
+        (row,) = [r for r in rows(w) if r.action == "open"]
+        assert row.status is OutboxStatus.PENDING
+        w.github.drip(None)
+        w.clock.advance(timedelta(minutes=10))
+        second = w.scan(sinks=[sink])
+        assert second.relay is not None
+        assert second.relay.ok
+        assert len(w.github.issues) == 1

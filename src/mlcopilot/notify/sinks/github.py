@@ -2,10 +2,13 @@
 
 githubkit's defaults are wrong for a bot that must never open an issue twice: no timeout,
 and ``POST`` retried on 5xx (a create that landed behind a 502 becomes a duplicate). Here:
-a timeout on every call, no automatic retry at all (the relay retries, after reconciling), no
-redirects, no HTTP cache, one request at a time and ≥1 s between writes. Rate limits are
-read from ``Retry-After``, ``x-ratelimit-reset`` or the secondary-limit message and handed to
-the relay, which waits or reschedules.
+every call has a total deadline (``timeout_s``, from connect to the last byte, so a server
+that drips its answer cannot hold a row's lease), no automatic retry at all (the relay
+retries, after reconciling), no redirects, no HTTP cache, one request at a time and ≥1 s
+between writes. Rate limits are read from ``Retry-After``, ``x-ratelimit-reset`` or the
+secondary-limit message and handed to the relay, which waits or reschedules; a reset that is
+already past (the two clocks disagree) means a minute, as GitHub asks for secondary limits,
+never "now".
 
 Before any create, the sink lists the issues carrying our label and looks for the group's
 hidden marker (written only by us, and trusted only in issues our bot login opened), so a
@@ -17,6 +20,7 @@ crash after GitHub accepted the create never yields a second issue. Updates are 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -42,6 +46,7 @@ from mlcopilot.notify.codec import (
 )
 from mlcopilot.notify.sinks.config import GitHubSettings
 from mlcopilot.notify.sinks.content import marker
+from mlcopilot.notify.sinks.deadline import DeadlineTransport
 from mlcopilot.notify.sinks.pacing import Pacer
 from mlcopilot.notify.sinks.render_github import comment_body, issue_body, issue_title
 from mlcopilot.notify.sinks.text import clean
@@ -81,7 +86,12 @@ class GitHubSink:
             http_cache=False,
             auto_retry=False,
             throttler=LocalThrottler(1),
-            transport=transport,
+            transport=transport
+            or DeadlineTransport(
+                settings.timeout_s,
+                connect_s=min(5.0, settings.timeout_s),
+                base_url=settings.api_url,
+            ),
         )
 
     @property
@@ -226,6 +236,11 @@ class GitHubSink:
                 )
                 self._login = user.get("login")
             except DeliveryError as exc:
+                if not exc.permanent or exc.retry_after is not None:
+                    # A rate limit, a timeout, a 5xx: ask again next time, and stop here
+                    # rather than trust every marker for the rest of this run.
+                    self._login_known = False
+                    raise
                 # GitHub App installation tokens cannot read /user: trust label + marker.
                 log.info("GitHub: cannot learn the bot login (%s); matching by marker only", exc)
         return self._login
@@ -290,13 +305,15 @@ class GitHubSink:
         except RateLimitExceeded as exc:
             raise DeliveryError(
                 f"GitHub {what}: rate limited (HTTP {exc.response.status_code})",
-                retry_after=exc.retry_after,
+                retry_after=self._rate_limit_wait(exc.response.headers),
             ) from None
         except RequestFailed as exc:
             self._failed(what, exc, sends=sends)
         except RequestTimeout:
             raise DeliveryError(
-                f"GitHub {what}: timed out after {self._settings.timeout_s:g} s", sent=sends
+                f"GitHub {what}: no complete answer within {self._settings.timeout_s:g} s "
+                "(timed out)",
+                sent=sends,
             ) from None
         except RequestError as exc:
             raise DeliveryError(
@@ -306,6 +323,38 @@ class GitHubSink:
         if response.status_code >= 300:  # a redirect: httpx does not call it an error
             self._refused(what, response.status_code, "", sends=sends)
         return response.json()
+
+    def _rate_limit_wait(self, headers: httpx.Headers) -> timedelta:
+        """How long GitHub asks us to wait, never less than a second nor more than the cap.
+
+        githubkit's own reading turns a reset already past into "retry now", which, with a
+        client clock ahead of GitHub's, retried a create forty times in eleven seconds.
+        """
+        cap = self._settings.max_rate_limit_wait_s
+        retry_after = headers.get("retry-after")
+        if retry_after is not None:
+            try:
+                return timedelta(seconds=min(cap, max(1.0, float(retry_after))))
+            except ValueError:
+                return _SECONDARY_WAIT  # an HTTP date or garbage: GitHub sends seconds
+        reset = headers.get("x-ratelimit-reset")
+        if headers.get("x-ratelimit-remaining") == "0" and reset is not None:
+            try:
+                # The reset is GitHub's epoch time: compare it with the machine's clock (the
+                # relay's clock may be a scan's --now), and distrust a reset already past.
+                left = float(reset) - time.time()
+            except ValueError:
+                left = 0.0
+            if left <= 0:
+                log.warning(
+                    "GitHub: rate limited with x-ratelimit-reset already past by %.0f s (the "
+                    "clocks disagree); waiting %s s",
+                    -left,
+                    _SECONDARY_WAIT.total_seconds(),
+                )
+                return _SECONDARY_WAIT
+            return timedelta(seconds=min(cap, max(1.0, left)))
+        return _SECONDARY_WAIT
 
     def _failed(self, what: str, exc: RequestFailed, *, sends: bool) -> NoReturn:
         response = exc.response
