@@ -147,7 +147,7 @@ class World:
         return NotifySettings.from_env(self.env)
 
     def delivery(self, catalog: LiteCatalog, **overrides: Any) -> Delivery:
-        base = scan_delivery(self.settings(), catalog, self.clock, environ={})
+        base = scan_delivery(self.settings(), catalog, self.clock)
         retry = RetryPolicy(base=timedelta(seconds=10), cap=timedelta(minutes=5))
         fields = {"retry": retry, **overrides}
         return Delivery(

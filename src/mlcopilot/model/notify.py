@@ -141,6 +141,10 @@ class OutboxItem:
     last_error: str | None = None
     warning: str | None = None
     delivered_at: datetime | None = None
+    lease_owner: str | None = None
+    """The relay delivering a ``sending`` row (host:pid:id)."""
+    lease_expires_at: datetime | None = None
+    """When a ``sending`` row may be claimed again, should its relay have died."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,6 @@ for a :class:`~mlcopilot.scan.Delivery` (what a scan notifies) or a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 
 from mlcopilot import incidents as lifecycle
@@ -16,7 +15,7 @@ from mlcopilot.checks import available_infos
 from mlcopilot.clock import Clock
 from mlcopilot.notify.acks import AckSource, DataHubAcks, GitHubAcks
 from mlcopilot.notify.codec import NotifyRequest, Sink
-from mlcopilot.notify.relay import FAILPOINT_ENV, Failpoint, Relay, env_failpoint
+from mlcopilot.notify.relay import Relay, env_failpoint
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.datahub import DataHubSink, IncidentStatusReader, encode_writes
 from mlcopilot.notify.sinks.datahub_lite import LiteIncidentStatus
@@ -48,7 +47,6 @@ def scan_delivery(
     clock: Clock,
     *,
     deliver: bool = True,
-    environ: Mapping[str, str] | None = None,
 ) -> Delivery:
     """What a scan notifies with: sinks, the policy, and where acknowledgements come from."""
     sinks = notification_sinks(settings, clock)
@@ -63,7 +61,7 @@ def scan_delivery(
         policy=settings.policy,
         ack_sources=sources,
         clock=clock,
-        failpoint=_failpoint(settings, environ),
+        failpoint=env_failpoint(settings.failpoint),
         deliver=deliver,
     )
 
@@ -73,19 +71,12 @@ def relay(
     catalog: Catalog,
     store: StateStore,
     clock: Clock,
-    *,
-    environ: Mapping[str, str] | None = None,
 ) -> tuple[Relay, DataHubSink]:
     """A relay over every configured sink, DataHub's write-back included."""
     datahub = DataHubSink(catalog)
     sinks: list[Sink] = [datahub, *notification_sinks(settings, clock)]
-    return Relay(store, sinks, clock=clock, failpoint=_failpoint(settings, environ)), datahub
-
-
-def _failpoint(settings: NotifySettings, environ: Mapping[str, str] | None) -> Failpoint:
-    # The crash tests' failpoints come from the settings (MLCOPILOT_FAILPOINT) unless a test
-    # hands its own environment.
-    return env_failpoint(environ if environ is not None else {FAILPOINT_ENV: settings.failpoint})
+    failpoint = env_failpoint(settings.failpoint)
+    return Relay(store, sinks, clock=clock, failpoint=failpoint), datahub
 
 
 def hand_change_request(

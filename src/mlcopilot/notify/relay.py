@@ -4,14 +4,24 @@ Each row is claimed (``sending``, with a lease), handed to its sink, then marked
 the state store; a sink failure puts it back to ``pending`` with capped, fully jittered
 exponential backoff (AWS's formula), or makes it ``dead`` with the last error (redacted) once
 the attempts are spent or the error is permanent. Rate limits are honoured, not counted as
-attempts: a short wait happens here (on the clock), a long one reschedules the row. A sink
-that failed is skipped for the rest of the run; other sinks go on.
+attempts: a short wait happens here (on the clock, after the row went back to ``pending``, so
+no wait outlives the lease), a long one reschedules the row. Every wait is bounded: at least
+``min_wait``, at most ``max_rate_limited`` rate-limited tries of one row and
+``max_rate_limited_run`` of all rows in one run, and the run ends by ``max_run`` (its linger
+aside); past a bound the row is rescheduled, not dead, and the report says when it goes out.
+A sink that failed is skipped for the rest of the run; other sinks go on.
+
+The report is honest about what this run could not vouch for: a row still ``sending`` under
+another process's lease (maybe a dead one: it goes out once the lease expires), and a row
+this process delivered after its lease had expired (another relay may have delivered it too:
+a possible duplicate, named with where to look). Both make :attr:`RelayReport.ok` false.
 
 Idempotency lives in the sinks (deterministic DataHub urns, GitHub markers, Slack metadata);
 the relay's job is to never lose a row and to say plainly what it could not do.
 
 ``failpoint`` is called between the steps with names like ``after_send:github``; the crash
-tests use it to kill the process exactly there.
+tests use it to kill the process exactly there (:func:`env_failpoint`, from the settings'
+``MLCOPILOT_FAILPOINT``).
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ import os
 import random
 import socket
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -32,6 +42,7 @@ from mlcopilot.notify.codec import (
     OutboxItem,
     Sink,
     SinkName,
+    SinkRef,
 )
 from mlcopilot.protocols import OutboxStore
 from mlcopilot.redact import redact, redact_exception
@@ -40,15 +51,15 @@ log = logging.getLogger(__name__)
 
 Failpoint = Callable[[str], None]
 _FOREVER = datetime.max.replace(tzinfo=UTC)
-FAILPOINT_ENV = "MLCOPILOT_FAILPOINT"
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Bounded retries: ``max_attempts`` with full-jitter backoff between ``base`` and ``cap``.
 
-    A rate-limit wait up to ``max_inline_wait`` is waited out within the run; longer ones (and
-    every wait past ``deadline`` of the run) reschedule the row instead.
+    A rate-limit wait up to ``max_inline_wait`` is waited out within the run; longer ones
+    reschedule the row instead, as does any wait past the run's deadline (``max_run`` after
+    it started, or its linger if longer) and any rate limit past the counts below.
     """
 
     max_attempts: int = 8
@@ -56,11 +67,20 @@ class RetryPolicy:
     cap: timedelta = timedelta(minutes=30)
     max_inline_wait: timedelta = timedelta(seconds=90)
     lease: timedelta = timedelta(seconds=120)
+    min_wait: timedelta = timedelta(seconds=1)
+    """The floor of every wait before a retry, whatever a server asked (``Retry-After: 0``)."""
+    max_rate_limited: int = 3
+    """Rate-limited tries of one row within one run; then it waits for a later run."""
+    max_rate_limited_run: int = 10
+    """Rate-limited tries of all rows within one run; then every limited sink waits."""
+    max_run: timedelta = timedelta(minutes=10)
+    """A run claims no row after this long (or after its linger, if longer)."""
 
     def backoff(self, attempts: int, rng: random.Random) -> timedelta:
-        """``uniform(0, min(cap, base * 2**attempts))``, at least one second."""
+        """``uniform(0, min(cap, base * 2**attempts))``, at least ``min_wait``."""
         ceiling = min(self.cap.total_seconds(), self.base.total_seconds() * 2 ** max(0, attempts))
-        return timedelta(seconds=max(1.0, rng.uniform(0, ceiling)))
+        floor = self.min_wait.total_seconds()
+        return timedelta(seconds=max(floor, rng.uniform(0, ceiling)))
 
 
 @dataclass(slots=True)
@@ -68,32 +88,45 @@ class RelayReport:
     """What one relay run did."""
 
     delivered: list[OutboxItem] = field(default_factory=list)
+    """Rows this run delivered and marked done (a possible duplicate is not among them)."""
     retrying: list[tuple[OutboxItem, str]] = field(default_factory=list)
+    """Rows not delivered by this run, each with why; :attr:`next_attempts` says when."""
     dead: list[tuple[OutboxItem, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped_sinks: dict[SinkName, str] = field(default_factory=dict)
     pending_left: bool = False
     """Rows are left for later (not yet due, rescheduled, or behind a failed row)."""
+    next_attempts: dict[int, datetime] = field(default_factory=dict)
+    """When each row in :attr:`retrying` goes out next (by row id)."""
+    possible_duplicates: list[tuple[OutboxItem, str]] = field(default_factory=list)
+    """Rows this run delivered after its lease had expired: another relay may have too."""
+    stopped: str | None = None
+    """Why the run stopped with rows still due (its deadline), if it did."""
 
     @property
     def ok(self) -> bool:
-        """True when nothing failed (rows merely not due yet do not count)."""
-        return not self.retrying and not self.dead
+        """True when everything due was delivered, once (rows not due yet do not count)."""
+        return (
+            not self.retrying
+            and not self.dead
+            and not self.possible_duplicates
+            and self.stopped is None
+        )
 
 
 def no_failpoint(name: str) -> None:
     """The production failpoint: does nothing."""
 
 
-def env_failpoint(environ: Mapping[str, str] | None = None) -> Failpoint:
-    """A failpoint that kills the process (exit 137, no cleanup) at ``$MLCOPILOT_FAILPOINT``.
+def env_failpoint(wanted: str) -> Failpoint:
+    """A failpoint that kills the process (exit 137, no cleanup) at the points named.
 
-    For the crash tests only; unset, it does nothing.
+    ``wanted`` is the settings' ``MLCOPILOT_FAILPOINT`` (comma-separated names), for the crash
+    tests only; empty, it does nothing.
     """
-    wanted = (environ if environ is not None else os.environ).get(FAILPOINT_ENV, "")
-    if not wanted:
-        return no_failpoint
     names = {w.strip() for w in wanted.split(",") if w.strip()}
+    if not names:
+        return no_failpoint
 
     def failpoint(name: str) -> None:
         if name in names:
@@ -124,7 +157,11 @@ class Relay:
         self._failpoint = failpoint
         self._owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._rng = rng or random.Random()
+        # Per run (reset by run()): the linger deadline, the hard one, rate limits so far.
         self._deadline = clock.now()
+        self._hard_deadline = self._deadline
+        self._limited_row: dict[int, int] = {}
+        self._limited_run = 0
 
     @property
     def sinks(self) -> tuple[SinkName, ...]:
@@ -134,11 +171,24 @@ class Relay:
     def run(self, *, linger: timedelta = timedelta(0)) -> RelayReport:
         """Deliver every due row; wait (on the clock) up to ``linger`` for rows soon due."""
         report = RelayReport()
-        self._deadline = self._clock.now() + linger
+        started = self._clock.now()
+        self._deadline = started + linger
+        self._hard_deadline = started + max(linger, self._retry.max_run)
+        self._limited_row = {}
+        self._limited_run = 0
         paused: dict[SinkName, datetime] = {}
         while True:
             now = self._clock.now()
             active = [s for s in self._sinks if paused.get(s, now) <= now]
+            if active and now >= self._hard_deadline:
+                due = self._store.next_due(sinks=active)
+                if due is not None and due <= now:
+                    report.stopped = (
+                        f"the relay run reached its deadline ({_span(now - started)}); rows "
+                        "still due go out with the next run (`mlcopilot outbox deliver`)"
+                    )
+                    log.warning("outbox: %s", report.stopped)
+                break
             item = None
             if active:
                 item = self._store.claim(
@@ -156,6 +206,7 @@ class Relay:
         for sink, until in paused.items():
             if until == _FOREVER:
                 report.skipped_sinks[sink] = "failed in this run; its rows wait for the next"
+        self._report_held(report)
         return report
 
     def _next_wake(self, paused: dict[SinkName, datetime]) -> datetime | None:
@@ -168,6 +219,23 @@ class Relay:
             if due is not None:
                 times.append(max(due, until) if until is not None else due)
         return min(times) if times else None
+
+    def _report_held(self, report: RelayReport) -> None:
+        """Rows another process holds: this run cannot say they were delivered."""
+        now = self._clock.now()
+        for item in self._store.held(sinks=list(self._sinks), now=now):
+            if item.lease_owner == self._owner or item.lease_expires_at is None:
+                continue
+            expires = item.lease_expires_at
+            reason = (
+                f"still being sent by {item.lease_owner or 'another process'} (its lease runs "
+                f"until {_at(expires)}); if that process died, the row goes out after "
+                f"{_at(expires)}, checked against {item.sink} first"
+            )
+            report.retrying.append((item, reason))
+            report.next_attempts[item.id] = expires
+            report.pending_left = True
+            log.warning("outbox row %s: %s", item.id, reason)
 
     def _deliver(
         self, item: OutboxItem, report: RelayReport, paused: dict[SinkName, datetime]
@@ -188,10 +256,24 @@ class Relay:
             self._failed(item, error, report, paused)
             return
         self._failpoint(f"after_send:{item.sink}")
-        self._store.complete(item, delivered, owner=self._owner, now=self._clock.now())
+        kept = self._store.complete(item, delivered, owner=self._owner, now=self._clock.now())
         self._failpoint(f"after_done:{item.sink}")
-        report.delivered.append(item)
         self._warn(item, delivered, report)
+        if not kept:
+            self._lost_lease(item, delivered.ref or ref, report)
+            return
+        report.delivered.append(item)
+
+    def _lost_lease(self, item: OutboxItem, ref: SinkRef | None, report: RelayReport) -> None:
+        # Another relay claimed the row once our lease expired and may have sent it too.
+        where = _where(item, ref)
+        warning = (
+            f"row {item.id} was delivered by this process after its lease expired; another "
+            f"process may also have delivered it — check {where}"
+        )
+        report.possible_duplicates.append((item, warning))
+        report.warnings.append(warning)
+        log.warning("outbox: %s", warning)
 
     def _failed(
         self,
@@ -203,24 +285,7 @@ class Relay:
         now = self._clock.now()
         error = redact(str(exc))
         if exc.retry_after is not None:
-            # A rate limit is GitHub's or Slack's schedule, not a failure: honour it exactly.
-            until = now + exc.retry_after
-            self._store.fail(
-                item,
-                owner=self._owner,
-                error=error,
-                now=now,
-                retry_at=until,
-                uncertain=exc.sent,
-                count_attempt=False,
-            )
-            if exc.retry_after <= self._retry.max_inline_wait:
-                paused[item.sink] = until
-                self._deadline = max(self._deadline, until)
-            else:
-                paused[item.sink] = _FOREVER
-                report.retrying.append((item, error))
-            log.warning("%s rate limited; next attempt at %s", item.sink, until.isoformat())
+            self._rate_limited(item, exc, error, now, report, paused)
             return
         if exc.permanent or item.attempts >= self._retry.max_attempts:
             self._store.fail(
@@ -235,6 +300,7 @@ class Relay:
         )
         paused[item.sink] = _FOREVER
         report.retrying.append((item, error))
+        report.next_attempts[item.id] = retry_at
         log.warning(
             "outbox row %s (%s) failed (attempt %s): %s; retrying at %s",
             item.id,
@@ -244,8 +310,76 @@ class Relay:
             retry_at.isoformat(),
         )
 
+    def _rate_limited(
+        self,
+        item: OutboxItem,
+        exc: DeliveryError,
+        error: str,
+        now: datetime,
+        report: RelayReport,
+        paused: dict[SinkName, datetime],
+    ) -> None:
+        # A rate limit is GitHub's or Slack's schedule, not a failure: honour it (never
+        # sooner than min_wait), without spending an attempt.
+        assert exc.retry_after is not None
+        until = now + max(exc.retry_after, self._retry.min_wait)
+        tries = self._limited_row.get(item.id, 0) + 1
+        self._limited_row[item.id] = tries
+        self._limited_run += 1
+        # The row goes back to pending before any wait: the lease never outlives the claim.
+        self._store.fail(
+            item,
+            owner=self._owner,
+            error=f"rate limited until {_at(until)}: {error}",
+            now=now,
+            retry_at=until,
+            uncertain=exc.sent,
+            count_attempt=False,
+        )
+        bound = self._inline_bound(until - now, until, tries)
+        if bound is None:
+            paused[item.sink] = until
+            self._deadline = max(self._deadline, until)
+            log.warning("%s rate limited; next attempt at %s", item.sink, until.isoformat())
+            return
+        paused[item.sink] = _FOREVER
+        reason = f"{error}; next attempt at {_at(until)} ({bound})"
+        report.retrying.append((item, reason))
+        report.next_attempts[item.id] = until
+        log.warning("outbox row %s: %s", item.id, reason)
+
+    def _inline_bound(self, wait: timedelta, until: datetime, tries: int) -> str | None:
+        """Which bound stops this run from waiting the rate limit out (None: none does)."""
+        retry = self._retry
+        if wait > retry.max_inline_wait:
+            return f"longer than the {_span(retry.max_inline_wait)} this run waits"
+        if tries > retry.max_rate_limited:
+            return f"rate limited {tries} times in this run"
+        if self._limited_run > retry.max_rate_limited_run:
+            return f"{self._limited_run} rate limits in this run"
+        if until > self._hard_deadline:
+            return "past this run's deadline"
+        return None
+
     def _warn(self, item: OutboxItem, delivered: Delivered, report: RelayReport) -> None:
         if delivered.warning:
             warning = redact(delivered.warning)
             report.warnings.append(warning)
             log.warning("outbox row %s: %s", item.id, warning)
+
+
+def _at(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _span(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    return f"{seconds // 60} min" if seconds >= 120 else f"{seconds} s"
+
+
+def _where(item: OutboxItem, ref: SinkRef | None) -> str:
+    if ref is None:
+        return f"{item.sink} for group {item.group_key} (generation {item.group_generation})"
+    if ref.url:
+        return ref.url
+    return f"{ref.sink} {ref.key}"

@@ -195,6 +195,21 @@ def next_due(conn: Connection, *, sinks: Sequence[SinkName]) -> datetime | None:
     return _aware(min(candidates))
 
 
+def held(conn: Connection, *, sinks: Sequence[SinkName], now: datetime) -> list[OutboxItem]:
+    """Rows of ``sinks`` still ``sending`` under a lease that runs past ``now``, oldest first."""
+    o = t.outbox
+    query = (
+        select(o)
+        .where(
+            o.c.sink.in_(list(sinks)),
+            o.c.status == OutboxStatus.SENDING.value,
+            o.c.lease_expires_at > now,
+        )
+        .order_by(o.c.id)
+    )
+    return [item_from(dict(row._mapping)) for row in conn.execute(query)]
+
+
 def items(
     conn: Connection, *, statuses: Sequence[OutboxStatus] | None, limit: int
 ) -> list[OutboxItem]:

@@ -382,10 +382,13 @@ class SqlStore(ClosedOnExit):
 
     def complete(
         self, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
-    ) -> None:
-        """Mark a delivered row done and remember where its group lives in the sink."""
+    ) -> bool:
+        """Mark a delivered row done and remember where its group lives in the sink.
+
+        False when ``owner`` had lost the row's lease to another relay (the row is left alone).
+        """
         with self._write("recording a delivery") as conn:
-            outbox_sql.complete(conn, item, delivered, owner=owner, now=now)
+            return outbox_sql.complete(conn, item, delivered, owner=owner, now=now)
 
     def fail(
         self,
@@ -420,6 +423,11 @@ class SqlStore(ClosedOnExit):
         """When the earliest waiting outbox row of ``sinks`` becomes due."""
         with self._read("reading the outbox") as conn:
             return outbox_sql.next_due(conn, sinks=sinks)
+
+    def held(self, *, sinks: Sequence[SinkName], now: datetime) -> list[OutboxItem]:
+        """Outbox rows of ``sinks`` being sent under a lease that has not expired at ``now``."""
+        with self._read("reading the outbox") as conn:
+            return outbox_sql.held(conn, sinks=sinks, now=now)
 
     def outbox(
         self, *, statuses: Sequence[OutboxStatus] | None = None, limit: int = 200

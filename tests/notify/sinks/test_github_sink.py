@@ -3,6 +3,7 @@ rate limits honoured from their headers, reconciliation by label and marker."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -210,6 +211,68 @@ def test_the_issue_answers_are_real_github_shapes(tmp_path: Path) -> None:
         # The fake answers 201 with the issue, as GitHub does, and the sink took it as sent.
         assert [r.status for r in rows(w)] == [OutboxStatus.DONE]
         assert [i["title"] for i in w.github.issues.values()] == [payload["title"]]
+
+
+class Runaway(Exception):
+    """The relay went on retrying past any sane bound (the bug these tests pin down)."""
+
+
+def at_most(attempts: int) -> Callable[[str], None]:
+    """A failpoint that stops a relay trying to send more than ``attempts`` times."""
+    seen: list[str] = []
+
+    def failpoint(name: str) -> None:
+        if name.startswith("before_send:github"):
+            seen.append(name)
+            if len(seen) > attempts:
+                raise Runaway(f"{len(seen)} attempts")
+
+    return failpoint
+
+
+def test_a_rate_limit_reset_already_past_waits_a_minute_a_few_times_then_reschedules(
+    tmp_path: Path,
+) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        w.github.reset_in_the_past(skew_s=300)
+        result = w.scan(failpoint=at_most(20))
+        assert result.relay is not None
+        assert len(w.github.requests) == 4  # the first try and three waited-out retries
+        assert [s for s in w.clock.sleeps if s >= 60] == [60.0, 60.0, 60.0]
+        assert not result.relay.ok
+        ((item, reason),) = result.relay.retrying
+        assert "rate limited 4 times in this run" in reason
+        assert "next attempt at 2026-03-02 09:04:" in reason
+        (row,) = [r for r in rows(w) if r.action == "open"]
+        assert row.status is OutboxStatus.PENDING  # rescheduled, not dead
+        assert row.attempts == 0
+        assert result.relay.next_attempts[item.id] == row.next_attempt_at
+        assert row.next_attempt_at >= w.clock.now() + timedelta(seconds=59)
+        w.github.stop_limiting()
+        w.clock.advance(timedelta(minutes=2))
+        assert w.scan().relay is not None
+        assert len(w.github.issues) == 1
+
+
+def test_429_with_retry_after_1_forever_is_tried_a_few_times_per_run(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        w.github.always_429(retry_after="1")
+        started = w.clock.now()
+        result = w.scan(failpoint=at_most(20))
+        assert result.relay is not None
+        assert len(w.github.requests) == 4
+        assert not result.relay.ok
+        assert w.clock.now() - started < timedelta(minutes=1)
+        (row,) = [r for r in rows(w) if r.action == "open"]
+        assert row.status is OutboxStatus.PENDING
+        assert row.last_error is not None
+        assert row.last_error.startswith("rate limited until 2026-03-02 09:00:")
+        again = w.scan(failpoint=at_most(20))  # a later run tries again, as few times
+        assert again.relay is not None
+        assert len(w.github.requests) == 8
+        assert w.github.issues == {}
 
 
 @pytest.mark.parametrize("headers", [False, True], ids=["body", "headers-and-body"])

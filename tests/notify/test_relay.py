@@ -1,0 +1,207 @@
+"""The relay's bounds and leases: how long it waits, how often it retries, and what it says
+when another relay held (or took over) a row — on SQLite and, with two relays, PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from mlcopilot.model import OutboxItem, Severity
+from mlcopilot.notify.codec import OutboxStatus
+from mlcopilot.notify.relay import Relay, RelayReport, RetryPolicy, no_failpoint
+from mlcopilot.notify.sinks.github import GitHubSink
+from testing.notify_world import CUSTOMERS, Script, World, world
+from tests.store.conftest import _postgres, _with_search_path
+
+PII: Script = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
+LEASE = RetryPolicy().lease
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A SQLite file, or a fresh schema on the PostgreSQL server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'state.db'}"
+        return
+    admin_url, why = _postgres()
+    if admin_url is None:
+        pytest.skip(f"PostgreSQL not reachable at 127.0.0.1:5432: {why}")
+    schema = f"mlc_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        yield _with_search_path(admin_url, schema)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def github_sink(w: World) -> GitHubSink:
+    gh = w.settings().github
+    assert gh is not None
+    return GitHubSink(gh, clock=w.clock)
+
+
+def github_rows(w: World) -> list[OutboxItem]:
+    with w.store() as store:
+        return [i for i in store.outbox() if i.sink == "github"]
+
+
+def relay_github(
+    w: World, owner: str, failpoint: Callable[[str], None] | None = None
+) -> RelayReport:
+    """One relay process (its own store connection) delivering the GitHub rows."""
+    with w.store() as store:
+        relay = Relay(
+            store, [github_sink(w)], clock=w.clock, owner=owner, failpoint=failpoint or no_failpoint
+        )
+        return relay.run()
+
+
+def committed(w: World) -> None:
+    """A scan that commits its outbox rows and delivers none; then they are due."""
+    w.scan(deliver=False)
+    w.clock.advance(timedelta(minutes=1))
+
+
+def test_a_delivery_that_outlived_its_lease_is_reported_as_a_possible_duplicate(
+    tmp_path: Path, state_url: str
+) -> None:
+    with world(tmp_path, state_url=state_url) as w:
+        w.script = PII
+        committed(w)
+        second: list[RelayReport] = []
+
+        def slow_then_overtaken(name: str) -> None:
+            # Relay A's create landed, then A stalled past its lease; relay B claimed the row.
+            if name == "after_send:github" and not second:
+                w.clock.advance(LEASE + timedelta(seconds=1))
+                second.append(relay_github(w, "relay-b"))
+
+        first = relay_github(w, "relay-a", slow_then_overtaken)
+        (overtaken,) = second
+        assert overtaken.ok
+        assert overtaken.warnings == ["GitHub: reused issue #1, created by an earlier attempt"]
+        assert len(w.github.issues) == 1
+        assert not first.ok
+        assert first.delivered == []
+        ((item, warning),) = first.possible_duplicates
+        assert warning == (
+            f"row {item.id} was delivered by this process after its lease expired; another "
+            "process may also have delivered it — check https://github.com/o/r/issues/1"
+        )
+        assert warning in first.warnings
+        (row,) = github_rows(w)
+        assert row.status is OutboxStatus.DONE  # as relay B left it
+
+
+def test_a_row_under_a_dead_relays_lease_is_not_delivered_and_says_when_it_will_be(
+    tmp_path: Path, state_url: str
+) -> None:
+    with world(tmp_path, state_url=state_url) as w:
+        w.script = PII
+        committed(w)
+        with w.store() as store:  # a relay that claimed the row, then died
+            claimed = store.claim(
+                sinks=["github"], owner="ci-7:4242:dead", now=w.clock.now(), lease=LEASE
+            )
+        assert claimed is not None
+        expires = w.clock.now() + LEASE
+        rerun = relay_github(w, "relay-b")
+        assert not rerun.ok
+        ((item, reason),) = rerun.retrying
+        assert item.id == claimed.id
+        assert reason == (
+            "still being sent by ci-7:4242:dead (its lease runs until 2026-03-02 09:03:00 UTC); "
+            "if that process died, the row goes out after 2026-03-02 09:03:00 UTC, checked "
+            "against github first"
+        )
+        assert rerun.next_attempts == {claimed.id: expires}
+        assert w.github.issues == {}
+        w.clock.advance(LEASE)
+        after = relay_github(w, "relay-c")
+        assert after.ok
+        assert [i.id for i in after.delivered] == [claimed.id]
+        assert len(w.github.issues) == 1
+
+
+def test_no_inline_wait_holds_the_lease(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        committed(w)
+        w.github.fail(
+            "POST",
+            r"/repos/acme/ml-alerts/issues",
+            403,
+            {"message": "secondary rate limit"},
+            {"retry-after": "30"},
+        )
+        during: list[OutboxItem] = []
+        sleep = w.clock.sleep
+
+        def look_while_waiting(seconds: float) -> None:
+            if seconds >= 30:
+                during.extend(github_rows(w))
+            sleep(seconds)
+
+        w.clock.sleep = look_while_waiting  # type: ignore[method-assign]
+        assert relay_github(w, "relay-a").ok
+        (row,) = during
+        assert row.status is OutboxStatus.PENDING  # released before the wait: others may claim
+        assert row.lease_owner is None
+        assert len(w.github.issues) == 1
+
+
+def test_all_rate_limits_of_a_run_are_counted_together(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        committed(w)
+        w.github.always_429(retry_after="2")
+        retry = RetryPolicy(max_rate_limited=10, max_rate_limited_run=2)
+        with w.store() as store:
+            report = Relay(store, [github_sink(w)], clock=w.clock, retry=retry).run()
+        assert len(w.github.requests) == 3
+        ((_item, reason),) = report.retrying
+        assert "(3 rate limits in this run)" in reason
+
+
+def test_no_rate_limit_is_waited_past_the_runs_deadline(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        committed(w)
+        w.github.reset_in_the_past()
+        retry = RetryPolicy(max_rate_limited=10, max_run=timedelta(seconds=90))
+        with w.store() as store:
+            report = Relay(store, [github_sink(w)], clock=w.clock, retry=retry).run()
+        assert len(w.github.requests) == 2  # 60 s fits in 90 s, a second 60 s does not
+        ((item, reason),) = report.retrying
+        assert "(past this run's deadline)" in reason
+        (row,) = github_rows(w)
+        assert row.status is OutboxStatus.PENDING
+        assert report.next_attempts[item.id] == row.next_attempt_at
+
+
+def test_a_run_claims_nothing_after_its_deadline_and_says_rows_are_left(tmp_path: Path) -> None:
+    with world(tmp_path, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = {
+            "pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]},
+            "schema_drift": {CUSTOMERS: [("b", Severity.CRITICAL, "removed")]},
+        }
+        committed(w)
+        retry = RetryPolicy(max_run=timedelta(seconds=1))  # GitHub writes are 1 s apart
+        with w.store() as store:
+            report = Relay(store, [github_sink(w)], clock=w.clock, retry=retry).run()
+        assert not report.ok
+        assert report.stopped is not None
+        assert "rows still due go out with the next run" in report.stopped
+        assert len(report.delivered) == 1
+        assert [r.status for r in github_rows(w)].count(OutboxStatus.PENDING) == 1
+        assert relay_github(w, "next-run").ok
+        assert len(w.github.issues) == 2
