@@ -193,13 +193,16 @@ def world(
     path = tmp_path / "catalog.db"
     build_catalog(path, models, fields)
     github, slack = github or FakeGitHub(), slack or FakeSlack()
+    clock = FakeClock()
+    if slack.clock is None:
+        slack.clock = clock  # Slack's timestamps and the outbox rows' times on one timeline
     with github.running(), slack.running():
         yield World(
             catalog_path=path,
             state_url=state_url or f"sqlite:///{tmp_path / 'state.db'}",
             github=github,
             slack=slack,
-            clock=FakeClock(),
+            clock=clock,
             env=notify_env(github, slack, webhook=webhook, **env),
         )
 

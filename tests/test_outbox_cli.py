@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from typer.testing import CliRunner
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.cli import app
+from mlcopilot.store import open_store
 from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import FakeSlack
 from testing.notify_world import notify_env
@@ -98,3 +101,64 @@ def test_resolving_by_hand_closes_the_issue_and_acknowledging_silences(cli: Cli)
     assert later.exit_code == 0, later.output
     reminded = [c["body"] for cs in github.comments.values() for c in cs if "Reminder" in c["body"]]
     assert len(reminded) == 1  # the deprecated source; the acknowledged stale source is quiet
+
+
+UTC_TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+
+
+def test_a_row_under_a_dead_relays_lease_exits_5_and_says_when_it_goes_out(cli: Cli) -> None:
+    runner, github, slack, common = cli
+    assert runner.invoke(app, ["scan", *common, "--now", DAY1, "--no-deliver"]).exit_code == 0
+    with open_store(common[3]) as store:  # a relay claimed one row, then its process died
+        now = datetime.now(UTC)
+        claimed = store.claim(
+            sinks=["github"], owner="ci-7:4242:dead", now=now, lease=timedelta(minutes=2)
+        )
+    assert claimed is not None
+    delivered = runner.invoke(app, ["outbox", "deliver", *common])
+    assert delivered.exit_code == 5, delivered.output
+    said = " ".join(delivered.output.split())
+    assert "Nothing was due" not in said
+    assert re.search(
+        rf"outbox row {claimed.id}, github open\): still being sent by ci-7:4242:dead \(its "
+        rf"lease runs until {UTC_TIME}\); if that process died, the row goes out after "
+        rf"{UTC_TIME}",
+        said,
+    ), said
+    assert len(github.issues) == 2  # the other groups went out
+    assert len(slack.roots()) == 3
+    rescanned = runner.invoke(app, ["scan", *common])
+    assert rescanned.exit_code == 5, rescanned.output
+    assert "still being sent by ci-7:4242:dead" in " ".join(rescanned.output.split())
+    listed = runner.invoke(app, ["outbox", "list", "--format", "json", common[2], common[3]])
+    (row,) = [r for r in json.loads(listed.output) if r["id"] == claimed.id]
+    assert row["status"] == "sending"
+
+
+def test_outbox_list_shows_rows_waiting_on_a_rate_limit_and_until_when(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, github, _slack, common = cli
+    monkeypatch.setenv("COLUMNS", "300")  # one table row per line
+    github.fail(
+        "POST",
+        r"/repos/acme/ml-alerts/issues",
+        403,
+        {"message": "You have exceeded a secondary rate limit."},
+        {"retry-after": "600"},
+    )
+    scanned = runner.invoke(app, ["scan", *common, "--now", DAY1])
+    assert scanned.exit_code == 5, scanned.output
+    assert re.search(rf"next attempt at {UTC_TIME}", " ".join(scanned.output.split()))
+    listed = runner.invoke(app, ["outbox", "list", "--format", "json", common[2], common[3]])
+    rows = json.loads(listed.output)
+    assert {r["status"] for r in rows} == {"pending"}  # the limited row; the others wait behind
+    (row,) = [r for r in rows if r["last_error"]]
+    waits_until = datetime.fromisoformat(row["next_attempt_at"])
+    shown = waits_until.strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert row["last_error"].startswith(f"rate limited until {shown}: GitHub POST /issues")
+    table = runner.invoke(app, ["outbox", "list", common[2], common[3]])
+    assert "next attempt" in table.output
+    (line,) = [x for x in table.output.splitlines() if x.strip().startswith(str(row["id"]))]
+    assert line.count(shown) == 2  # when it goes out, and why: rate limited until then
+    assert "rate limited until" in line

@@ -16,14 +16,17 @@ model (:func:`mlcopilot.checks.load_checks`), as datahub-actions' plugins parse 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -91,6 +94,65 @@ def _hosts(value: object) -> object:
     return value
 
 
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"
+)
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    """One ``notify.allowed_hosts`` entry.
+
+    A host (name or address) with an optional port, or a network (CIDR) of addresses on the
+    default port.
+    """
+
+    host: str | None = None
+    port: int | None = None
+    network: Network | None = None
+
+
+def host_rule(entry: str) -> HostRule:
+    """Parse ``host``, ``host:port``, ``[v6]:port``, an IP address or a CIDR network.
+
+    Raises:
+        ValueError: naming the entry, when it is none of those (no scheme, path or wildcard).
+    """
+    text = entry.strip().lower()
+    bad = ValueError(f"{entry!r} is not a host, host:port or CIDR (e.g. ghe.corp:8443, 10.0.0.0/8)")
+    if "/" in text:
+        try:
+            return HostRule(network=ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            raise bad from None
+    host, port = text, None
+    if text.startswith("["):  # [v6] or [v6]:port
+        host, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            raise bad
+        port = rest[1:] or None
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    number = None
+    if port is not None:
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise bad
+        number = int(port)
+    try:
+        return HostRule(host=str(ipaddress.ip_address(host)), port=number)
+    except ValueError:
+        if not _HOST_NAME.fullmatch(host) or host.replace(".", "").isdigit():
+            raise bad from None
+    return HostRule(host=host, port=number)
+
+
+def _allowed_hosts(value: list[str]) -> list[str]:
+    for entry in value:
+        host_rule(entry)  # a bad entry fails here, named, before anything connects
+    return value
+
+
 Duration = Annotated[timedelta, BeforeValidator(_duration)]
 OptionalDuration = Annotated[timedelta | None, BeforeValidator(_optional_duration)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
@@ -144,6 +206,12 @@ class NotifySection(_Section):
     repeat_interval: OptionalDuration = Field(
         timedelta(hours=4), description='reminder while open and unacknowledged; "off" for none'
     )
+    allowed_hosts: Annotated[list[str], BeforeValidator(_hosts), AfterValidator(_allowed_hosts)] = (
+        Field(
+            default_factory=list,
+            description="your own GitHub/Slack endpoints: host, host:port or CIDR (an allowlist)",
+        )
+    )
     allow_local_sinks: Flag = Field(
         False, description="allow local GitHub/Slack URLs (tests against local fakes only)"
     )
@@ -173,6 +241,7 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "notify.group_wait": "MLCOPILOT_GROUP_WAIT",
     "notify.group_interval": "MLCOPILOT_GROUP_INTERVAL",
     "notify.repeat_interval": "MLCOPILOT_REPEAT_INTERVAL",
+    "notify.allowed_hosts": "MLCOPILOT_ALLOWED_HOSTS",
     "notify.allow_local_sinks": "MLCOPILOT_ALLOW_LOCAL_SINKS",
     "notify.test_write_spacing": "MLCOPILOT_TEST_WRITE_SPACING",
     "notify.failpoint": "MLCOPILOT_FAILPOINT",

@@ -1,5 +1,6 @@
 """The crash matrix: the process dies at each step between the commit and every sink; the
-next run delivers the rest exactly once (reliability.md §3.2, T1–T4).
+next run delivers the rest exactly once (reliability.md §3.2, T1–T4), with the Slack channel
+given by name and by id.
 
 In process, a failpoint raises an exception nothing catches (as a kill, the relay does no
 cleanup: the row stays ``sending`` with its lease). One case kills a real ``mlcopilot scan``
@@ -22,7 +23,7 @@ from mlcopilot.model import Severity
 from mlcopilot.notify.codec import OutboxStatus
 from testing.builders import dataset, ml_model, write_metadata_file
 from testing.fakes.github import FakeGitHub
-from testing.fakes.slack import FakeSlack
+from testing.fakes.slack import CHANNEL_ID, FakeSlack
 from testing.notify_world import CUSTOMERS, World, notify_env, world
 
 
@@ -60,9 +61,17 @@ POINTS = [
 ]
 
 
+# The channel as most people write it (a name: looked up, then its id used everywhere) and as
+# an id (used as it is).
+CHANNELS = ["#ml-alerts", CHANNEL_ID]
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
 @pytest.mark.parametrize("point", POINTS)
-def test_killed_anywhere_then_rerun_delivers_each_exactly_once(tmp_path: Path, point: str) -> None:
-    with world(tmp_path) as w:
+def test_killed_anywhere_then_rerun_delivers_each_exactly_once(
+    tmp_path: Path, point: str, channel: str
+) -> None:
+    with world(tmp_path, MLCOPILOT_SLACK_CHANNEL=channel) as w:
         w.script = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
         with pytest.raises(Killed):
             w.scan(failpoint=kill_at(point))
@@ -81,15 +90,19 @@ def test_killed_anywhere_then_rerun_delivers_each_exactly_once(tmp_path: Path, p
         assert waiting == []
 
 
-def test_killed_after_slack_accepted_is_reconciled_from_message_metadata(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_killed_after_slack_accepted_is_reconciled_from_message_metadata(
+    tmp_path: Path, channel: str
+) -> None:
+    with world(tmp_path, MLCOPILOT_SLACK_CHANNEL=channel) as w:
         w.script = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
         with pytest.raises(Killed):
             w.scan(failpoint=kill_at("after_send:slack"))
         w.clock.advance(timedelta(minutes=5))
         again = w.scan()
         assert len(w.slack.roots()) == 1  # found by its metadata in the channel history
-        assert len(w.slack.calls("POST", "/api/conversations.history")) == 1
+        (read,) = w.slack.calls("POST", "/api/conversations.history")
+        assert read.json()["channel"] == CHANNEL_ID  # the id, whatever the setting said
         assert again.relay is not None
         assert again.relay.warnings == ["Slack: reused the root message an earlier attempt posted"]
 

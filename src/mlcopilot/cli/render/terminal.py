@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,7 +20,7 @@ from mlcopilot.model import (
     Write,
 )
 from mlcopilot.names import short_name
-from mlcopilot.notify.codec import OutboxItem, PlannedRow, decode_notification
+from mlcopilot.notify.codec import OutboxItem, OutboxStatus, PlannedRow, decode_notification
 from mlcopilot.notify.relay import RelayReport
 from mlcopilot.notify.sinks.content import headline
 from mlcopilot.redact import redact
@@ -108,7 +109,7 @@ def print_notifications(rows: Sequence[PlannedRow], console: Console, *, dry_run
 
 
 def print_relay(report: RelayReport, console: Console, *, previewed: Collection[str] = ()) -> None:
-    """Say what the relay delivered, what it will retry and what is dead."""
+    """Say what the relay delivered, what it will retry (and when), and what is dead."""
     for label, sinks_shown in (("Delivered", False), ("Previewed, not sent", True)):
         items = [
             i
@@ -121,13 +122,24 @@ def print_relay(report: RelayReport, console: Console, *, previewed: Collection[
         if counts:
             done = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
             console.print(f"{label}: {done}.")
+    duplicates = {warning for _item, warning in report.possible_duplicates}
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {escape(redact(warning))}")
+        if warning not in duplicates:
+            console.print(f"[yellow]warning:[/] {escape(redact(warning))}")
+    for item, warning in report.possible_duplicates:
+        console.print(
+            f"[bold yellow]possible duplicate[/] (outbox row {item.id}, {item.sink} "
+            f"{item.action}): {escape(redact(warning))}"
+        )
     for item, error in report.retrying:
+        when = report.next_attempts.get(item.id)
+        later = f"next attempt at {_time(when)}" if when is not None else "it will be retried"
         console.print(
             f"[yellow]not delivered yet[/] (outbox row {item.id}, {item.sink} {item.action}): "
-            f"{escape(redact(error))} — it will be retried"
+            f"{escape(redact(error))} — {later}"
         )
+    if report.stopped is not None:
+        console.print(f"[yellow]stopped:[/] {escape(report.stopped)}")
     for item, error in report.dead:
         console.print(
             f"[bold red]dead[/] (outbox row {item.id}, {item.sink} {item.action}): "
@@ -136,9 +148,10 @@ def print_relay(report: RelayReport, console: Console, *, previewed: Collection[
 
 
 def print_outbox(items: Sequence[OutboxItem], console: Console) -> None:
-    """Render outbox rows as a table."""
+    """Render outbox rows as a table: when each goes out next, and why it has not yet."""
     table = Table(header_style="bold", box=None, padding=(0, 1))
-    for column in ("id", "sink", "action", "status", "attempts", "group", "due", "last error"):
+    columns = ("id", "sink", "action", "status", "attempts", "group", "next attempt", "why")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for item in items:
         status = item.status.value + (" ⚠" if item.warning or item.uncertain else "")
@@ -149,10 +162,35 @@ def print_outbox(items: Sequence[OutboxItem], console: Console) -> None:
             status,
             str(item.attempts),
             f"{item.group_key}/{item.group_generation}",
-            max(item.not_before, item.next_attempt_at).strftime("%Y-%m-%d %H:%M:%S"),
-            escape(redact(item.last_error or item.warning or "")),
+            _next_attempt(item),
+            escape(redact(_why(item))),
         )
     console.print(table)
+
+
+def _next_attempt(item: OutboxItem) -> str:
+    if item.status is OutboxStatus.PENDING:
+        return _time(max(item.not_before, item.next_attempt_at))
+    if item.status is OutboxStatus.SENDING and item.lease_expires_at is not None:
+        return _time(item.lease_expires_at)  # if its relay died, the row is claimed then
+    if item.status is OutboxStatus.DEAD:
+        return "after `outbox retry`"
+    return ""
+
+
+def _why(item: OutboxItem) -> str:
+    # A rate-limited row's error starts "rate limited until …" (the relay writes it so).
+    if item.status is OutboxStatus.SENDING and item.lease_expires_at is not None:
+        owner = item.lease_owner or "another process"
+        return (
+            f"being sent by {owner} (lease until {_time(item.lease_expires_at)}; if that "
+            "process died, the row goes out then)"
+        )
+    return item.last_error or item.warning or ""
+
+
+def _time(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def print_writes(writes: Sequence[Write], console: Console, *, dry_run: bool) -> None:

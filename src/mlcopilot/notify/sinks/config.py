@@ -17,8 +17,16 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mlcopilot.errors import ConfigError
 from mlcopilot.notify.codec import NotifyPolicy, SinkName
-from mlcopilot.notify.sinks.urls import GITHUB_API, SLACK_API, SLACK_WEBHOOK, check_url
-from mlcopilot.settings import Settings, load_settings
+from mlcopilot.notify.sinks.urls import (
+    GITHUB_API,
+    SLACK_API,
+    SLACK_GOV_API,
+    SLACK_GOV_WEBHOOK,
+    SLACK_WEBHOOK,
+    allowlist,
+    check_url,
+)
+from mlcopilot.settings import HostRule, Settings, load_settings
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _CHANNEL = re.compile(r"^[#@]?[A-Za-z0-9_.-]{1,80}$")
@@ -40,6 +48,10 @@ class GitHubSettings(_Secretive):
     timeout_s: float = 10.0
     write_spacing_s: float = 1.0
     max_rate_limit_wait_s: float = 900.0
+    allowed_hosts: tuple[str, ...] = ()
+    """``notify.allowed_hosts``: the operator's own endpoints, checked again at connect time."""
+    allow_local: bool = False
+    """Tests against local fakes only: loopback addresses may be connected to."""
 
     @property
     def owner(self) -> str:
@@ -62,6 +74,15 @@ class SlackSettings(_Secretive):
     reconcile: bool = True
     post_spacing_s: float = 1.1
     timeout_s: float = 10.0
+    """The whole of one call (connect, send, the complete answer), not each read."""
+    max_rate_limit_wait_s: float = 30.0
+    """The longest ``Retry-After`` waited out inside one call: a quarter of the relay's lease
+    (``RetryPolicy.lease``, 120 s), so no wait outlives the row's claim; longer ones go back
+    to the relay, which reschedules the row."""
+    allowed_hosts: tuple[str, ...] = ()
+    """``notify.allowed_hosts``: the operator's own endpoints, checked again at connect time."""
+    allow_local: bool = False
+    """Tests against local fakes only: loopback addresses may be connected to."""
 
     @property
     def mode(self) -> str:
@@ -80,6 +101,8 @@ class NotifySettings:
     allow_local: bool = False
     failpoint: str = ""
     """Crash-test failpoints (``MLCOPILOT_FAILPOINT``); empty in production."""
+    write_back: bool = True
+    """``datahub.write_back``: False writes nothing to the catalog (no outbox rows for it)."""
 
     @property
     def sinks(self) -> tuple[SinkName, ...]:
@@ -114,6 +137,7 @@ class NotifySettings:
             policy=policy,
             allow_local=notify.allow_local_sinks,
             failpoint=notify.failpoint,
+            write_back=settings.datahub.write_back,
         )
 
     @classmethod
@@ -133,11 +157,15 @@ def _github(settings: Settings) -> GitHubSettings | None:
             f"{settings.name_of('github.repo')} is set but no token: set GITHUB_TOKEN or "
             "GITHUB_TOKEN_FILE"
         )
+    # github.allowed_hosts (GHES names on public addresses) predates notify.allowed_hosts,
+    # which also admits internal addresses, other ports and networks.
     allowed = [GITHUB_API, *((h, "/api/v3") for h in section.allowed_hosts)]
     api_url = check_url(
         section.api_url,
         what=settings.name_of("github.api_url"),
         allowed=allowed,
+        rules=_rules(settings),
+        rule_prefix="/api/v3",
         allow_local=settings.notify.allow_local_sinks,
     )
     return GitHubSettings(
@@ -148,6 +176,8 @@ def _github(settings: Settings) -> GitHubSettings | None:
         ack_label=section.ack_label,
         bot_login=section.bot_login or None,
         write_spacing_s=_spacing(settings, 1.0),
+        allowed_hosts=(*settings.notify.allowed_hosts, *section.allowed_hosts),
+        allow_local=settings.notify.allow_local_sinks,
     )
 
 
@@ -157,10 +187,14 @@ def _slack(settings: Settings) -> SlackSettings | None:
     token, webhook, channel = section.bot_token, section.webhook_url, section.channel or None
     if token is None and webhook is None:
         return None
+    rules = _rules(settings)
+    hosts = tuple(settings.notify.allowed_hosts)
     api_url = check_url(
         section.api_url,
         what=settings.name_of("slack.api_url"),
-        allowed=[SLACK_API],
+        allowed=[SLACK_API, SLACK_GOV_API],
+        rules=rules,
+        rule_prefix="/api/",
         allow_local=allow_local,
     )
     if token is not None:
@@ -175,12 +209,16 @@ def _slack(settings: Settings) -> SlackSettings | None:
             api_url=api_url,
             reconcile=section.reconcile,
             post_spacing_s=_spacing(settings, 1.1),
+            allowed_hosts=hosts,
+            allow_local=allow_local,
         )
     assert webhook is not None
     check_url(
         webhook.get_secret_value(),
         what=settings.name_of("slack.webhook_url"),
-        allowed=[SLACK_WEBHOOK],
+        allowed=[SLACK_WEBHOOK, SLACK_GOV_WEBHOOK],
+        rules=rules,
+        rule_prefix="/services/",
         allow_local=allow_local,
     )
     return SlackSettings(
@@ -188,7 +226,13 @@ def _slack(settings: Settings) -> SlackSettings | None:
         api_url=api_url,
         reconcile=False,
         post_spacing_s=_spacing(settings, 1.1),
+        allowed_hosts=hosts,
+        allow_local=allow_local,
     )
+
+
+def _rules(settings: Settings) -> tuple[HostRule, ...]:
+    return allowlist(settings.notify.allowed_hosts, what=settings.name_of("notify.allowed_hosts"))
 
 
 def _spacing(settings: Settings, default: float) -> float:
