@@ -168,6 +168,11 @@ class DataHubSection(_Section):
     gms_url: str | None = Field(None, description="GMS URL for `datahub:` and `mcp:` alone")
     token: SecretStr | None = Field(None, description="personal access token")
     ui_url: str | None = Field(None, description="DataHub UI base URL, for links")
+    write_back: Flag = Field(
+        True,
+        description="write tags, properties, incidents and documents to the catalog; false "
+        "to shadow-run (state and notifications only)",
+    )
 
 
 class GitHubSection(_Section):
@@ -228,6 +233,7 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "datahub.gms_url": "DATAHUB_GMS_URL",
     "datahub.token": "DATAHUB_GMS_TOKEN",
     "datahub.ui_url": "MLCOPILOT_DATAHUB_URL",
+    "datahub.write_back": "MLCOPILOT_WRITE_BACK",
     "github.repo": "MLCOPILOT_GITHUB_REPO",
     "github.token": "GITHUB_TOKEN",
     "github.api_url": "MLCOPILOT_GITHUB_API_URL",
