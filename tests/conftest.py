@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["standin.fixtures"]
+# testing.report_contract: every JSON scan report a test produces is checked against its schema.
+pytest_plugins = ["standin.fixtures", "testing.report_contract"]
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO.parent / "shared" / "datahub-samples"

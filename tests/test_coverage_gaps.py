@@ -139,7 +139,7 @@ def test_a_truncated_walk_says_a_gap_may_be_the_cap(catalog: LiteCatalog) -> Non
 
 
 def test_json_report_lists_gaps_and_counts_them(result: ScanResult) -> None:
-    report = json.loads(render_json(result))
+    report = json.loads(render_json(result, version=2))
     assert report["version"] == 2
     by_urn = {m["urn"]: m for m in report["models"]}
     assert by_urn[BARE]["coverage"]["gaps"] == [{"entity": BARE, "reason": NO_LINEAGE}]
@@ -172,8 +172,8 @@ def test_markdown_report_shows_gaps_and_no_clean_bill(result: ScanResult) -> Non
     assert "3 coverage gaps" in partial
     assert f"- `{UNSOURCED}`:" in partial
     covered = text.split("## covered_model", 1)[1]
-    assert "No findings." in covered.split("Incidents:", 1)[0]
-    assert "Scanned 3 models: 0 findings; 2 models with coverage gaps (4 gaps)." in text
+    assert "No findings." in covered.split("## Summary", 1)[0]
+    assert "- coverage: 2 models with coverage gaps (4 gaps)" in text.split("## Summary", 1)[1]
 
 
 def test_terminal_shows_gaps_with_readable_names(result: ScanResult) -> None:

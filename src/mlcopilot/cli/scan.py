@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -29,8 +30,9 @@ from mlcopilot.errors import UsageError
 from mlcopilot.model import Severity
 
 if TYPE_CHECKING:
+    from mlcopilot.cli.render.summary import Closing
+    from mlcopilot.gate import GateRules
     from mlcopilot.scan import Progress as ScanProgress
-    from mlcopilot.scan import ScanResult
 
 
 class OutputFormat(StrEnum):
@@ -65,6 +67,44 @@ def scan_command(
         Severity | None,
         typer.Option(help="Exit 1 when a finding is at or above this severity (CI gate)."),
     ] = None,
+    fail_on_gaps: Annotated[
+        bool | None,
+        typer.Option(
+            "--fail-on-gaps/--no-fail-on-gaps",
+            help="Exit 1 too for a model not fully checked: a truncated walk, an upstream "
+            "that all lacked metadata, a coverage gap (default: on with --fail-on).",
+            show_default=False,
+        ),
+    ] = None,
+    fail_on_acknowledged: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-acknowledged/--ignore-acknowledged",
+            help="Whether findings whose incident is acknowledged count toward --fail-on.",
+        ),
+    ] = True,
+    fail_on_new: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-new",
+            help="Only findings whose incident this scan opens count toward --fail-on.",
+        ),
+    ] = False,
+    json_version: Annotated[
+        int,
+        typer.Option(
+            "--json-version", min=1, max=3, help="Version of the --format json report (1, 2, 3)."
+        ),
+    ] = 3,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print only the closing summary and errors (a --format json or markdown "
+            "report is still written).",
+        ),
+    ] = False,
     max_hops: Annotated[int, typer.Option(help="Cap on lineage hops from the model.")] = 50,
     max_nodes: Annotated[int, typer.Option(help="Cap on nodes walked per model.")] = 10_000,
     deliver: Annotated[
@@ -77,12 +117,16 @@ def scan_command(
     ] = True,
 ) -> None:
     """Walk every model's upstream lineage, check each node, track incidents and notify."""
+    from mlcopilot.cli.render.summary import Closing
+    from mlcopilot.gate import evaluate_gate
     from mlcopilot.notify.delivery import scan_delivery
     from mlcopilot.notify.sinks.config import NotifySettings
     from mlcopilot.protocols import WalkLimits
     from mlcopilot.scan import ScanOptions, scan
     from mlcopilot.wiring import configured_checks
 
+    started = time.monotonic()
+    rules = _gate_rules(fail_on, fail_on_gaps, fail_on_acknowledged, fail_on_new)
     settings = command_settings(catalog, state_url)
     notify = NotifySettings.from_settings(settings)
     options = ScanOptions(
@@ -95,43 +139,82 @@ def scan_command(
     with opened(settings) as (cat, store), _progress() as progress:
         delivery = scan_delivery(notify, cat, OffsetClock(options.now), deliver=deliver)
         result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
+    verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
+    closing = Closing(result, verdict, time.monotonic() - started)
     for report in result.models:
         for error in report.errors:
             err.print(f"[yellow]warning:[/] {escape(error)}")
-    _emit(_render(result, output_format), output, result)
-    if fail_on is not None and any(f.severity.at_least(fail_on) for f in result.findings):
+    text = _render(closing, output_format, json_version)
+    _emit(text, output, closing, quiet=quiet)
+    if verdict is not None and not verdict.passed:
         raise typer.Exit(1)
     if result.relay is not None and not result.relay.ok:
         raise typer.Exit(5)
 
 
-def _render(result: ScanResult, output_format: OutputFormat) -> str | None:
+def _gate_rules(
+    fail_on: Severity | None, gaps: bool | None, acknowledged: bool, new_only: bool
+) -> GateRules | None:
+    """The gate ``--fail-on`` and its flags ask for; None: no gate. Checked before the scan."""
+    from mlcopilot.gate import GateRules
+
+    if fail_on is None:
+        modifiers = (("--fail-on-new", new_only), ("--ignore-acknowledged", not acknowledged))
+        alone = [flag for flag, given in modifiers if given]
+        if alone:
+            raise UsageError(f"{' and '.join(alone)}: only with --fail-on SEVERITY")
+        if not gaps:  # --fail-on-gaps alone gates on coverage only
+            return None
+    return GateRules(
+        fail_on=fail_on,
+        fail_on_gaps=gaps if gaps is not None else True,
+        acknowledged=acknowledged,
+        new_only=new_only,
+    )
+
+
+def _render(closing: Closing, output_format: OutputFormat, json_version: int) -> str | None:
     from mlcopilot.cli.render.report import render_json, render_markdown
 
     if output_format is OutputFormat.json:
-        return render_json(result)
+        return render_json(
+            closing.result,
+            version=json_version,
+            verdict=closing.verdict,
+            seconds=closing.seconds or 0.0,
+        )
     if output_format is OutputFormat.markdown:
-        return render_markdown(result)
+        return render_markdown(closing.result, closing)
     return None
 
 
-def _emit(text: str | None, output: Path | None, result: ScanResult) -> None:
+def _emit(text: str | None, output: Path | None, closing: Closing, *, quiet: bool) -> None:
+    """Write the report where asked, then the closing summary as the last lines.
+
+    The summary goes to stdout, unless stdout carries a JSON or markdown report: then to
+    stderr, so the report stays parseable.
+    """
     from mlcopilot.cli.render.report import render_markdown
+    from mlcopilot.cli.render.summary import print_summary
     from mlcopilot.cli.render.terminal import print_relay, print_scan
 
+    result = closing.result
     if text is None:
         if output is not None:
-            _write_atomically(output, render_markdown(result))
-        else:
+            _write_atomically(output, render_markdown(result, closing))
+        elif not quiet:
             print_scan(result, out)
+        print_summary(closing, out)
         return
     if output is None:
         sys.stdout.write(text)
     else:
         _write_atomically(output, text)
-        err.print(f"Report written to {output}")
-    if result.relay is not None:
+        if not quiet:
+            err.print(f"Report written to {output}")
+    if result.relay is not None and not quiet:
         print_relay(result.relay, err)
+    print_summary(closing, err if output is None else out)
 
 
 def _write_atomically(path: Path, text: str) -> None:

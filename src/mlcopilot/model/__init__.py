@@ -43,6 +43,7 @@ from mlcopilot.model.findings import (
     ModelReport,
     Severity,
     finding_id,
+    plain_json,
 )
 from mlcopilot.model.notify import (
     NOTIFY_SINKS,
@@ -123,5 +124,6 @@ __all__ = [
     "Write",
     "dedupe_key",
     "finding_id",
+    "plain_json",
     "short_name",
 ]

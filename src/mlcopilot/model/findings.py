@@ -7,11 +7,12 @@ A check describes itself with a :class:`CheckInfo`; its :class:`Finding` s are r
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as _field
-from datetime import datetime
-from enum import StrEnum
+from datetime import date, datetime
+from enum import Enum, StrEnum
 from typing import Literal, TypeAlias
 
 from mlcopilot.model.catalog import TAG_PREFIX, Lineage, Schema, Urn
@@ -21,6 +22,30 @@ ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
 JSON: TypeAlias = "Mapping[str, JSON] | Sequence[JSON] | str | int | float | bool | None"
 """A value that is plain JSON data: what a finding's ``evidence`` holds, so every report and
 the store can carry it as it is (no datetimes or sets: ISO strings and lists instead)."""
+
+
+def plain_json(value: object) -> JSON:
+    """``value`` as plain JSON data, for a check that put something else in its evidence.
+
+    The type says JSON, but a third-party check is not type-checked: tuples become lists,
+    sets sorted lists, datetimes and dates ISO strings, enums their values, NaN and the
+    infinities (which JSON cannot write) and anything else their ``str``; keys become strings.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Enum):
+        return plain_json(value.value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted((plain_json(v) for v in value), key=repr)
+    if isinstance(value, list | tuple):
+        return [plain_json(v) for v in value]
+    return str(value)
 
 
 class Severity(StrEnum):

@@ -1,65 +1,146 @@
 """Scan reports as data: the versioned JSON contract and a markdown summary.
 
-The JSON shape is a public contract (``version``); add to it only in a new version. Version 2
-is version 1 plus ``coverage.gaps`` per model, ``summary`` and ``notes``; nothing of version 1
-changed meaning, so a version-1 reader that ignores unknown keys reads version 2 unchanged.
+The JSON shape is a public contract (``version``); add to it only in a new version, and keep
+the old ones a flag away (``scan --json-version``). Each version is the one before plus keys:
+a reader that ignores unknown keys reads a newer report as it read the older one.
+
+- 1: ``now``, ``catalog``, ``models`` (coverage and findings), ``incidents``.
+- 2: ``coverage.gaps`` per model, ``summary`` (totals) and ``notes``.
+- 3: ``dry_run``; per finding its ``evidence`` and its ``incident`` (id, generation, state,
+  whether this scan opened it); per model ``coverage.unknown_reasons`` (entity, check,
+  reason); in ``summary`` findings by severity and by check, incident counts, delivery, the
+  time taken and the gate's verdict with its reasons. ``now`` is to the second. Its JSON
+  Schema ships in the package: ``mlcopilot/schemas/report-v3.json`` (:func:`report_schema`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from importlib import resources
+from pathlib import PurePath
 from typing import Any
 
-from mlcopilot.model import Finding, Incident, ModelReport
+from mlcopilot.cli.render.summary import Closing, gate_lines, summary_dict, summary_lines
+from mlcopilot.gate import GateVerdict
+from mlcopilot.model import Finding, Incident, ModelReport, plain_json
 from mlcopilot.names import short_name
 from mlcopilot.notify.codec import OutboxItem
 from mlcopilot.redact import redact
 from mlcopilot.scan import ScanResult
 from mlcopilot.wording import count
 
-REPORT_VERSION = 2
+REPORT_VERSION = 3
+"""The version ``scan --format json`` writes unless ``--json-version`` asks for another."""
+REPORT_VERSIONS = (1, 2, 3)
+"""Every version ``scan --json-version`` can write."""
+SCHEMA_RESOURCE = "schemas/report-v3.json"
+"""The JSON Schema (draft 2020-12) of version 3, inside the ``mlcopilot`` package."""
 
 
-def report_dict(result: ScanResult) -> dict[str, Any]:
-    """The scan report in the public JSON shape (version 2)."""
-    summary = result.summary
-    return {
-        "version": REPORT_VERSION,
-        "now": result.now.isoformat(),
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of the current report version, as shipped in the package."""
+    text = resources.files("mlcopilot").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def report_dict(
+    result: ScanResult,
+    *,
+    version: int = REPORT_VERSION,
+    verdict: GateVerdict | None = None,
+    seconds: float = 0.0,
+) -> dict[str, Any]:
+    """The scan report in the public JSON shape of ``version``.
+
+    Args:
+        result: The scan.
+        version: One of :data:`REPORT_VERSIONS`.
+        verdict: The gate's verdict (version 3; None: no gate was asked for).
+        seconds: How long the scan took (version 3).
+
+    Raises:
+        ValueError: ``version`` is not one of :data:`REPORT_VERSIONS`.
+    """
+    if version not in REPORT_VERSIONS:
+        raise ValueError(f"no JSON report version {version}; there are {REPORT_VERSIONS}")
+    report: dict[str, Any] = {
+        "version": version,
+        "now": result.now.isoformat(timespec="seconds" if version >= 3 else "auto"),
         "catalog": result.catalog,
-        "models": [_model_dict(m) for m in result.models],
-        "incidents": {
-            "opened": [i.id for i in result.changes.opened],
-            "updated": [i.id for i in result.changes.updated],
-            "resolved": [i.id for i in result.changes.resolved],
-        },
-        "summary": {
-            "models": summary.models,
-            "findings": summary.findings,
-            "unknown": summary.unknown,
-            "gaps": summary.gaps,
-            "models_with_gaps": summary.models_with_gaps,
-        },
-        "notes": list(result.notes),
     }
+    if version >= 3:
+        report["dry_run"] = result.dry_run
+    incidents = {i.id: (i, True) for i in result.changes.opened}
+    incidents.update((i.id, (i, False)) for i in result.changes.updated)
+    report["models"] = [_model_dict(m, version, incidents) for m in result.models]
+    report["incidents"] = {
+        "opened": [i.id for i in result.changes.opened],
+        "updated": [i.id for i in result.changes.updated],
+        "resolved": [i.id for i in result.changes.resolved],
+    }
+    if version >= 3:
+        report["summary"] = summary_dict(Closing(result, verdict, seconds))
+    elif version == 2:
+        totals = result.summary
+        report["summary"] = {
+            "models": totals.models,
+            "findings": totals.findings,
+            "unknown": totals.unknown,
+            "gaps": totals.gaps,
+            "models_with_gaps": totals.models_with_gaps,
+        }
+    if version >= 2:
+        report["notes"] = list(result.notes)
+    return report
 
 
-def _model_dict(report: ModelReport) -> dict[str, Any]:
+_Incidents = dict[str, tuple[Incident, bool]]
+"""Each incident of this scan's findings by id, and whether this scan opened it."""
+
+
+def _model_dict(report: ModelReport, version: int, incidents: _Incidents) -> dict[str, Any]:
+    coverage: dict[str, Any] = {
+        "nodes": len(report.lineage.nodes),
+        "truncated": report.lineage.truncated,
+        "unknown": sorted(report.unknown),
+    }
+    if version >= 2:
+        coverage["gaps"] = [{"entity": g.entity, "reason": g.reason} for g in report.gaps]
+    if version >= 3:
+        coverage["unknown_reasons"] = _unknown_reasons(report)
+    findings = [finding_dict(f) for f in report.findings]
+    if version >= 3:
+        for finding, shown in zip(report.findings, findings, strict=True):
+            shown["evidence"] = plain_json(finding.evidence)
+            shown["incident"] = _incident_ref(incidents[finding.id])
+    return {"urn": report.urn, "coverage": coverage, "findings": findings}
+
+
+def _unknown_reasons(report: ModelReport) -> list[dict[str, str]]:
+    """Why each entity was not checked, one entry per check that could not decide there."""
+    reasons = []
+    for urn, texts in sorted(report.unknown.items()):
+        for text in texts:
+            # The scan words each reason "<check>: <why>" (check names hold no ": ").
+            check, _, why = text.partition(": ")
+            reasons.append({"entity": urn, "check": check, "reason": why or text})
+    return reasons
+
+
+def _incident_ref(entry: tuple[Incident, bool]) -> dict[str, Any]:
+    incident, new = entry
     return {
-        "urn": report.urn,
-        "coverage": {
-            "nodes": len(report.lineage.nodes),
-            "truncated": report.lineage.truncated,
-            "unknown": sorted(report.unknown),
-            "gaps": [{"entity": g.entity, "reason": g.reason} for g in report.gaps],
-        },
-        "findings": [finding_dict(f) for f in report.findings],
+        "id": incident.id,
+        "generation": incident.generation,
+        "state": incident.state.value,
+        "new": new,
     }
 
 
 def finding_dict(finding: Finding) -> dict[str, Any]:
-    """One finding in the public JSON shape."""
+    """One finding in the public JSON shape (the keys every version has)."""
     return {
         "id": finding.id,
         "check": finding.check,
@@ -73,9 +154,16 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
     }
 
 
-def render_json(result: ScanResult) -> str:
-    """The JSON report, pretty-printed, ending with a newline."""
-    return json.dumps(report_dict(result), indent=2, ensure_ascii=False) + "\n"
+def render_json(
+    result: ScanResult,
+    *,
+    version: int = REPORT_VERSION,
+    verdict: GateVerdict | None = None,
+    seconds: float = 0.0,
+) -> str:
+    """The JSON report (see :func:`report_dict`), pretty-printed, ending with a newline."""
+    report = report_dict(result, version=version, verdict=verdict, seconds=seconds)
+    return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
 
 
 def incident_dict(incident: Incident) -> dict[str, Any]:
@@ -105,21 +193,37 @@ def render_incidents_json(incidents: Sequence[Incident]) -> str:
     return json.dumps([incident_dict(i) for i in incidents], indent=2, ensure_ascii=False) + "\n"
 
 
-def render_markdown(result: ScanResult) -> str:
-    """A markdown report, for pull-request comments and CI job summaries."""
-    lines = [f"# mlcopilot scan — {result.now.isoformat()}", "", f"Catalog: `{result.catalog}`", ""]
+def render_markdown(result: ScanResult, closing: Closing | None = None) -> str:
+    """A markdown report, for pull-request comments and CI job summaries.
+
+    It ends with the gate's verdict and the closing summary (``closing``; default: no gate,
+    time not measured). Its title and catalog line name no runner's path or microsecond.
+    """
+    closing = closing or Closing(result, None)
+    when = result.now.strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"# mlcopilot scan — {when}", "", f"Catalog: `{_catalog(result.catalog)}`", ""]
     lines += [item for note in result.notes for item in (_md(note), "")]
-    if not result.models:
-        return "\n".join(lines)
     for model in result.models:
         lines += _markdown_model(model)
-    changes = result.changes
-    lines.append(
-        f"Incidents: {len(changes.opened)} opened, {len(changes.updated)} still open, "
-        f"{len(changes.resolved)} resolved."
-    )
-    lines += ["", result.summary.sentence()]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _markdown_summary(closing)) + "\n"
+
+
+def _markdown_summary(closing: Closing) -> list[str]:
+    head, *rest = summary_lines(closing, gate=False)
+    gate, *reasons = gate_lines(closing.verdict)
+    lines = ["## Summary", "", f"**{_md(gate[0].upper() + gate[1:])}**", ""]
+    if reasons:
+        lines += [f"- {_md(reason.strip().removeprefix('- '))}" for reason in reasons] + [""]
+    lines += [_md(head.removeprefix("Summary: ").capitalize()), ""]
+    lines += [f"- {_md(line)}" for line in rest]
+    return lines
+
+
+def _catalog(label: str) -> str:
+    """The catalog as the markdown report names it: a Lite file by its name, not its path."""
+    if label.startswith("lite:"):
+        return "lite:" + PurePath(label.removeprefix("lite:")).name
+    return label
 
 
 def _markdown_model(model: ModelReport) -> list[str]:
