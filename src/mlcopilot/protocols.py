@@ -217,6 +217,10 @@ class StateStore(OutboxStore, Protocol):
         """The latest generation of one incident."""
         ...
 
+    def last_scan_at(self) -> datetime | None:
+        """The clock (``now``) of the latest committed scan, or None before the first."""
+        ...
+
     def record_scan(
         self,
         changes: IncidentChanges,

@@ -113,9 +113,18 @@ class Delivery:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     failpoint: Failpoint = no_failpoint
     deliver: bool = True
+    write_back: bool = True
+    """False: write nothing to the catalog (a shadow run). Incidents are still recorded and
+    notified; no outbox row for the catalog is made, and the relay leaves DataHub alone."""
 
 
 _CONFLICT_RETRIES = 3
+
+WRITE_BACK_OFF = (
+    "Write-back to the catalog is off (--no-write-back, [datahub] write_back or "
+    "MLCOPILOT_WRITE_BACK): nothing is written to it; incidents are recorded and notified."
+)
+"""The note a scan with write-back off carries."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +147,8 @@ class ScanResult:
     """Acknowledgements read back from DataHub and GitHub."""
     notes: tuple[str, ...] = ()
     """What the reader should know about the scan as a whole (e.g. there was nothing to scan)."""
+    write_back: bool = True
+    """Whether the catalog was (or, with ``dry_run``, would be) written back to."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -227,7 +238,9 @@ def _scan(
 ) -> ScanResult:
     delivery = delivery or Delivery()
     started_at = options.now
+    _check_clock(store, options.now)
     models = _models_to_scan(catalog, options.models)
+    notes = () if delivery.write_back else (WRITE_BACK_OFF,)
     if not models:
         # Nothing to walk, reconcile or deliver: say what the catalog holds and stop, with
         # nothing stored (no run, no outbox rows) and nothing written back.
@@ -283,6 +296,8 @@ def _scan(
         after = _after(previous, changes)
         everything = _after(stored, changes)
         plan = plan_writeback(after, models=models, everything=everything, infos=infos)
+        if not delivery.write_back:
+            plan = []
         request = NotifyRequest(
             policy=delivery.policy, sinks=sinks, writeback=encode_writes(plan), infos=infos
         )
@@ -293,10 +308,12 @@ def _scan(
                 catalog=catalog.label,
                 models=tuple(reports),
                 changes=changes,
-                writes=tuple(catalog.apply(plan, dry_run=True)),
+                writes=tuple(catalog.apply(plan, dry_run=True)) if plan else (),
                 dry_run=True,
                 run_id=None,
                 notifications=tuple(rows),
+                notes=notes,
+                write_back=delivery.write_back,
             )
         try:
             rows = store.preview_notifications(changes, request, now=options.now)
@@ -331,6 +348,8 @@ def _scan(
         notifications=tuple(rows),
         relay=relayed,
         acks=acks,
+        notes=notes,
+        write_back=delivery.write_back,
     )
 
 
@@ -342,9 +361,11 @@ def _relay(
 ) -> tuple[RelayReport, tuple[Write, ...]]:
     datahub = DataHubSink(catalog)
     clock = delivery.clock or OffsetClock(now)
+    # Write-back off: the catalog's rows (from before it was turned off) stay pending.
+    catalog_sinks: list[Sink] = [datahub] if delivery.write_back else []
     relay = Relay(
         store,
-        [datahub, *delivery.sinks],
+        [*catalog_sinks, *delivery.sinks],
         clock=clock,
         retry=delivery.retry,
         failpoint=delivery.failpoint,
@@ -353,6 +374,26 @@ def _relay(
     # it); stay that long for anything due by then, this scan's or another's.
     report = relay.run(linger=delivery.policy.group_wait)
     return report, tuple(datahub.applied)
+
+
+def _check_clock(store: StateStore, now: datetime) -> None:
+    """Refuse a clock earlier than the last committed scan's, before anything is read or written.
+
+    Reconciling against the past would resolve incidents before they were opened and send
+    reminders backwards. A dry run is held to the same rule: it previews what this scan
+    would do, and this scan would be refused.
+    """
+    last = store.last_scan_at()
+    if last is not None and now < last:
+        raise UsageError(
+            f"--now {_instant(now)} is earlier than the last committed scan "
+            f"({_instant(last)}) in the state database: scans move forward in time; use a "
+            "later --now (or none), or another --state-url"
+        )
+
+
+def _instant(when: datetime) -> str:
+    return when.isoformat().replace("+00:00", "Z")
 
 
 def _models_to_scan(catalog: Catalog, requested: Sequence[Urn]) -> list[Urn]:

@@ -13,10 +13,10 @@ from mlcopilot.catalog.datahub.connection import settings_from_spec
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.checks import load_checks
-from mlcopilot.errors import ConfigError, UsageError
+from mlcopilot.errors import ConfigError, StoreError, UsageError
 from mlcopilot.protocols import Catalog, Check, StateStore
 from mlcopilot.settings import Settings
-from mlcopilot.store import default_state_url, open_store
+from mlcopilot.store import MissingStore, default_state_url, open_store
 
 _NEXT_ISSUE_BACKENDS = {"datahub", "mcp"}
 
@@ -69,9 +69,39 @@ def open_lite(spec: str) -> LiteCatalog:
     return open_lite_catalog(Path(location).expanduser(), create=True)
 
 
-def open_state(settings: Settings) -> StateStore:
-    """Open the state database: ``state_url`` (flag, variable or file), else SQLite in home."""
-    return open_store(settings.state_url or default_state_url(settings.home_path))
+def open_state(settings: Settings, *, create: bool = False, preview: bool = False) -> StateStore:
+    """Open the state database: ``state_url`` (flag, variable or file), else SQLite in home.
+
+    Args:
+        settings: Where it is.
+        create: The command records (``scan``, ``baseline accept``): a missing database, and
+            the home folder it defaults into, may be created. Commands that only read or
+            change what is recorded pass False, so a mistyped location is an error, not an
+            empty estate.
+        preview: A dry run: open it read-only, or, when there is none yet, an empty
+            in-memory store, so that nothing at all is written.
+
+    Raises:
+        MissingStore: There is none there (and neither ``create`` nor ``preview``).
+        StoreError: It cannot be used.
+    """
+    url = settings.state_url
+    if url is None:
+        if create and not preview:
+            try:
+                settings.home_path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the home folder {settings.home_path} for the state "
+                    f"database: {exc.strerror}; set MLCOPILOT_HOME or --state-url elsewhere"
+                ) from exc
+        url = default_state_url(settings.home_path)
+    if not preview:
+        return open_store(url, create=create)
+    try:
+        return open_store(url, read_only=True)
+    except MissingStore:
+        return open_store("sqlite://")  # a first scan's preview: nothing recorded yet
 
 
 def configured_checks(settings: Settings) -> list[Check]:

@@ -10,7 +10,7 @@ import pytest
 
 from mlcopilot.errors import StoreError
 from mlcopilot.model import Baseline, Schema
-from mlcopilot.store import default_state_url, open_store
+from mlcopilot.store import MissingStore, default_state_url, open_store
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
@@ -24,11 +24,12 @@ def _refused(url: str) -> str:
     return message
 
 
-def test_default_state_url_is_a_sqlite_file_in_home_and_creates_home(tmp_path: Path) -> None:
+def test_default_state_url_is_a_sqlite_file_in_home_and_creates_nothing(tmp_path: Path) -> None:
     home = tmp_path / "deep" / ".mlcopilot"
     url = default_state_url(home)
-    assert home.is_dir()
     assert url == f"sqlite:///{home / 'state.db'}"
+    assert not (tmp_path / "deep").exists()
+    home.mkdir(parents=True)
     with open_store(url) as store:
         assert store.incidents() == []
     assert (home / "state.db").is_file()
@@ -57,14 +58,56 @@ def test_a_sqlite_database_of_someone_else_is_left_alone(tmp_path: Path) -> None
 
 def test_a_missing_directory(tmp_path: Path) -> None:
     message = _refused(f"sqlite:///{tmp_path / 'nope' / 'state.db'}")
-    assert "directory exists" in message
+    assert f"the folder {tmp_path / 'nope'} does not exist" in message
+    assert not (tmp_path / "nope").exists()
 
 
-def test_an_empty_existing_file_becomes_a_store(tmp_path: Path) -> None:
+def test_a_missing_file_is_not_created_when_only_reading(tmp_path: Path) -> None:
+    typo = tmp_path / "typo-state.db"
+    with pytest.raises(MissingStore) as caught:
+        open_store(f"sqlite:///{typo}", create=False)
+    assert f"no state database at {typo}" in str(caught.value)
+    assert "run `mlcopilot scan` first" in str(caught.value)
+    with pytest.raises(MissingStore):
+        open_store(f"sqlite:///{typo}", read_only=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_an_empty_existing_file_is_refused_not_set_up(tmp_path: Path, create: bool) -> None:
     empty = tmp_path / "state.db"
     empty.touch()
-    with open_store(f"sqlite:///{empty}") as store:
+    with pytest.raises(StoreError) as caught:
+        open_store(f"sqlite:///{empty}", create=create)
+    message = str(caught.value)
+    assert "is empty (0 bytes)" in message
+    assert "restore it from a backup" in message
+    assert empty.stat().st_size == 0  # left as it was
+
+
+def test_a_store_whose_revision_table_is_gone_is_called_damaged(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    open_store(url).close()
+    with sqlite3.connect(tmp_path / "state.db") as conn:
+        conn.execute("DROP TABLE alembic_version")
+    message = _refused(url)
+    assert "holds mlcopilot's tables but no schema revision" in message
+    assert "not mlcopilot's" not in message
+
+
+def test_a_read_only_open_writes_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    open_store(url).close()
+    before = (tmp_path / "state.db").read_bytes()
+    with open_store(url, read_only=True) as store:
         assert store.incidents() == []
+        assert store.last_scan_at() is None
+        with pytest.raises(StoreError, match="readonly"):
+            store.save_baselines(
+                [Baseline("urn:li:mlModel:m", "urn:li:dataset:d", Schema(()), "first_scan", T0)]
+            )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.db"]
+    assert (tmp_path / "state.db").read_bytes() == before
 
 
 def test_reopening_needs_no_write_lock(tmp_path: Path) -> None:
@@ -109,6 +152,7 @@ def test_urls_that_are_not_supported(url: str, expected: str) -> None:
 
 def test_a_write_while_another_process_writes_fails_in_one_line(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'state.db'}?timeout=0.2"
+    open_store(url).close()  # the store exists; then another process starts writing
     writer = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
     with open_store(url) as store:
         try:

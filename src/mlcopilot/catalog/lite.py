@@ -13,6 +13,7 @@ SQLite's ``data_version`` says another connection has changed the file since.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -39,6 +40,8 @@ _MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
 
 _Aspects = dict[Urn, dict[str, ax.JsonObject]]
 _WRITE_PRAGMAS = {"journal_mode": "WAL", "synchronous": "NORMAL"}
+_WAL_MODE = 2
+"""Bytes 18 and 19 of a SQLite header (write and read format versions) in WAL mode."""
 
 
 class LiteCatalog(ClosedOnExit):
@@ -252,6 +255,9 @@ class LiteCatalog(ClosedOnExit):
         self._forget()
         client = lite.sqlite_client
         with self._errors():
+            # WAL while writing (readers keep reading); an earlier write of this handle may
+            # have left the file in rollback mode at rest (below).
+            client.execute("PRAGMA journal_mode = WAL")
             # A load rewrites index pages over and over: keep up to 64 MB of them in memory
             # rather than spilling them to the WAL before the commit.
             client.execute("PRAGMA cache_size = -65536")
@@ -273,6 +279,12 @@ class LiteCatalog(ClosedOnExit):
         # a failed load: SQLite checkpoints again later.
         with suppress(sqlite3.Error):
             client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # At rest in rollback-journal mode: a WAL file can only be read where SQLite may
+        # create its -shm and -wal files, so a read-only folder (or a dry run, which must
+        # write no file at all) could not read it. Fails harmlessly, leaving WAL, when
+        # another connection has the file open.
+        with suppress(sqlite3.Error):
+            client.execute("PRAGMA journal_mode = DELETE")
 
     def timeseries(
         self, urn: Urn, aspect_name: str, limit: int | None = None
@@ -425,22 +437,71 @@ class LiteCatalog(ClosedOnExit):
         return self._lite
 
     def _open(self, *, read_only: bool) -> TransactionalLite:
+        immutable = read_only and self._needs_immutable()
         try:
-            lite = TransactionalLite(
-                SqliteLiteConfig(
-                    file=str(self._path),
-                    read_only=read_only,
-                    # WAL: readers (a scan) keep reading while a load writes, and a load's
-                    # one transaction is undone by SQLite if the process dies before commit.
-                    options={} if read_only else _WRITE_PRAGMAS,
-                )
+            config = SqliteLiteConfig(
+                file=str(self._path),
+                read_only=read_only,
+                # WAL: readers (a scan) keep reading while a load writes, and a load's
+                # one transaction is undone by SQLite if the process dies before commit.
+                options={} if read_only else _WRITE_PRAGMAS,
             )
+            lite = _ImmutableLite(config) if immutable else TransactionalLite(config)
             lite.sqlite_client.execute("SELECT 1 FROM metadata_aspect_v2 LIMIT 1").fetchall()
         except sqlite3.Error as exc:
-            raise CatalogError(
-                f"{self._path} is not a DataHub Lite catalog (or is damaged): {exc}"
-            ) from exc
+            raise CatalogError(self._unusable(exc, read_only=read_only)) from exc
         return lite
+
+    def _needs_immutable(self) -> bool:
+        """True for a WAL-mode file in a folder SQLite cannot write (e.g. a read-only mount).
+
+        SQLite reads a WAL-mode file only where it can create the ``-shm`` index beside it;
+        ``immutable=1`` reads the file alone, which is exact when nothing is waiting in the
+        ``-wal`` file (a folder nobody can write to has no writer adding to it either).
+
+        Raises:
+            CatalogError: the ``-wal`` file holds changes that are not in the file yet.
+        """
+        try:
+            with self._path.open("rb") as file:
+                header = file.read(20)
+        except OSError:
+            return False  # the open says why
+        if header[18:20] != bytes((_WAL_MODE, _WAL_MODE)):
+            return False
+        if os.access(self._path.parent, os.W_OK):
+            return False
+        wal = self._path.with_name(self._path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise CatalogError(
+                f"{self._path}: its folder is read-only and the catalog has changes in {wal} "
+                "that SQLite can only read where it may write beside them; open it once "
+                "where the folder is writable (or copy the folder elsewhere)"
+            )
+        return True
+
+    def _unusable(self, exc: sqlite3.Error, *, read_only: bool) -> str:
+        """Why the file cannot be opened, blaming its content only when the content is at fault."""
+        path = self._path
+        text = str(exc)
+        if "unable to open" in text or "readonly" in text or "read-only" in text:
+            if not os.access(path, os.R_OK):
+                return f"cannot read {path}: permission denied; check the file's permissions"
+            if not read_only and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+                return (
+                    f"cannot write to {path}: the file or its folder is read-only ({text}); "
+                    "loading metadata and writing back need both writable (a dry run does not)"
+                )
+            return f"cannot open {path}: {text}; check that the file and its folder can be read"
+        if "no such table" in text:
+            return (
+                f"{path} is not a DataHub Lite catalog: a SQLite database without Lite's "
+                "tables; point --catalog at a Lite file, or load metadata with "
+                "`mlcopilot catalog load`"
+            )
+        if "malformed" in text or "not a database" in text:
+            return f"{path} is not a DataHub Lite catalog, or is damaged: {text}"
+        return f"{path}: cannot use it as a DataHub Lite catalog: {text}"
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -451,6 +512,15 @@ class LiteCatalog(ClosedOnExit):
                 yield
         except sqlite3.Error as exc:
             raise CatalogError(f"{self.label}: {exc}") from exc
+
+
+class _ImmutableLite(TransactionalLite):
+    """A read-only Lite handle that reads the file alone (``immutable=1``): no lock, no -shm."""
+
+    def _connect(self, fpath: Path) -> None:
+        self.sqlite_client = sqlite3.connect(
+            f"{fpath.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False
+        )
 
 
 def open_lite_catalog(path: str | Path, *, create: bool) -> LiteCatalog:

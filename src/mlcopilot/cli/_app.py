@@ -157,13 +157,17 @@ def command_settings(catalog: str | None = None, state_url: str | None = None) -
 
 
 @contextmanager
-def opened(config: Settings) -> Iterator[tuple[Catalog, StateStore]]:
-    """The catalog and the state store ``config`` names, both closed on the way out."""
+def opened(config: Settings, *, create: bool = False) -> Iterator[tuple[Catalog, StateStore]]:
+    """The catalog and the state store ``config`` names, both closed on the way out.
+
+    ``create``: the command records (``baseline accept``), so a missing state database is
+    created; otherwise it is an error, never an empty estate.
+    """
     from mlcopilot.wiring import open_catalog, open_state
 
     cat = open_catalog(config.catalog_spec, config)
     try:
-        store = open_state(config)
+        store = open_state(config, create=create)
         try:
             yield cat, store
         finally:

@@ -107,7 +107,7 @@ def baseline_accept(
     from mlcopilot.names import short_name
     from mlcopilot.scan import accept_baselines
 
-    with opened(command_settings(catalog, state_url)) as (cat, store):
+    with opened(command_settings(catalog, state_url), create=True) as (cat, store):
         accepted = accept_baselines(cat, store, model, now=datetime.now(UTC))
     out.print(
         f"Accepted the current schema of {count(len(accepted), 'upstream dataset')} for "

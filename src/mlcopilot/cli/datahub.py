@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from mlcopilot.cli._app import app, command_settings, datahub_app, out
 from mlcopilot.errors import UsageError
+
+if TYPE_CHECKING:
+    from mlcopilot.settings import Settings
 
 DataHubOption = Annotated[
     str,
@@ -47,7 +50,8 @@ def doctor_command(catalog: DataHubOption = "datahub:") -> None:
     from mlcopilot.catalog.datahub.doctor import run_doctor
 
     kind = "mcp" if catalog.startswith("mcp:") else "datahub"
-    checks = run_doctor(f"{kind}:{_datahub_location(catalog)}", config=command_settings())
+    config = command_settings()
+    checks = run_doctor(f"{kind}:{_datahub_location(catalog)}", config=config)
     for check in checks:
         mark = (
             "[green]pass[/]"
@@ -55,8 +59,19 @@ def doctor_command(catalog: DataHubOption = "datahub:") -> None:
             else ("[red]FAIL[/]" if check.required else "[yellow]warn[/]")
         )
         out.print(f"{mark}  {escape(check.name)}: {escape(check.detail)}")
+    out.print(f"[cyan]info[/]  {escape(_write_back_mode(config))}")
     if any(not c.ok and c.required for c in checks):
         raise typer.Exit(1)
+
+
+def _write_back_mode(config: Settings) -> str:
+    """Which write-back mode scans run in, and what set it."""
+    source = config.source_of("datahub.write_back")
+    if config.datahub.write_back:
+        mode = "on: scans write tags, properties, incidents and documents to the catalog"
+    else:
+        mode = "off (shadow run): scans record incidents and notify, but write nothing to DataHub"
+    return f"write-back: {mode} ({'default' if source == 'default' else 'set by ' + source})"
 
 
 def _datahub_location(spec: str) -> str:

@@ -8,6 +8,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,10 +22,9 @@ from mlcopilot.cli._app import (
     app,
     command_settings,
     err,
-    opened,
     out,
-    parse_now,
 )
+from mlcopilot.cli.scan_guard import opened_for_scan, report_path, scan_clock, walk_limits
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
 from mlcopilot.model import Severity
@@ -63,6 +63,16 @@ def scan_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Write nothing; show what would be written.")
     ] = False,
+    write_back: Annotated[
+        bool | None,
+        typer.Option(
+            "--write-back/--no-write-back",
+            help="Write tags, properties, incidents and documents to the catalog (default: "
+            "on, or [datahub] write_back / MLCOPILOT_WRITE_BACK). --no-write-back still "
+            "records incidents and notifies: a shadow run.",
+            show_default=False,
+        ),
+    ] = None,
     fail_on: Annotated[
         Severity | None,
         typer.Option(help="Exit 1 when a finding is at or above this severity (CI gate)."),
@@ -121,22 +131,30 @@ def scan_command(
     from mlcopilot.gate import evaluate_gate
     from mlcopilot.notify.delivery import scan_delivery
     from mlcopilot.notify.sinks.config import NotifySettings
-    from mlcopilot.protocols import WalkLimits
     from mlcopilot.scan import ScanOptions, scan
     from mlcopilot.wiring import configured_checks
 
     started = time.monotonic()
     rules = _gate_rules(fail_on, fail_on_gaps, fail_on_acknowledged, fail_on_new)
-    settings = command_settings(catalog, state_url)
-    notify = NotifySettings.from_settings(settings)
+    # Whatever can fail locally fails here, before the scan reads or records anything.
     options = ScanOptions(
-        now=parse_now(now),
+        now=scan_clock(now),
         models=tuple(model or ()),
         dry_run=dry_run,
-        limits=WalkLimits(max_hops=max_hops, max_nodes=max_nodes),
+        limits=walk_limits(max_hops, max_nodes),
     )
+    settings = command_settings(catalog, state_url)
+    notify = NotifySettings.from_settings(settings)
+    if write_back is not None:
+        notify = replace(notify, write_back=write_back)
     checks = configured_checks(settings)
-    with opened(settings) as (cat, store), _progress() as progress:
+    output = report_path(output)
+    if output is not None and output_format is OutputFormat.table:
+        err.print(
+            f"The report goes to {escape(str(output))} as markdown (tables are for terminals)."
+        )
+        output_format = OutputFormat.markdown
+    with opened_for_scan(settings, dry_run=dry_run) as (cat, store), _progress() as progress:
         delivery = scan_delivery(notify, cat, OffsetClock(options.now), deliver=deliver)
         result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)

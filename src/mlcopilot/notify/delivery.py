@@ -63,6 +63,7 @@ def scan_delivery(
         clock=clock,
         failpoint=env_failpoint(settings.failpoint),
         deliver=deliver,
+        write_back=settings.write_back,
     )
 
 
@@ -72,9 +73,14 @@ def relay(
     store: StateStore,
     clock: Clock,
 ) -> tuple[Relay, DataHubSink]:
-    """A relay over every configured sink, DataHub's write-back included."""
+    """A relay over every configured sink, DataHub's write-back included unless it is off.
+
+    With write-back off, DataHub's rows are left alone (pending); the sink is still returned,
+    so its ``applied`` says that nothing was written.
+    """
     datahub = DataHubSink(catalog)
-    sinks: list[Sink] = [datahub, *notification_sinks(settings, clock)]
+    sinks: list[Sink] = [datahub] if settings.write_back else []
+    sinks += notification_sinks(settings, clock)
     failpoint = env_failpoint(settings.failpoint)
     return Relay(store, sinks, clock=clock, failpoint=failpoint), datahub
 
@@ -101,6 +107,7 @@ def hand_change_request(
     mine = [i for i in everything if i.model == model]
     infos = available_infos()
     writes = plan_writeback(mine, models=[model], everything=everything, infos=infos)
+    writeback = encode_writes(writes) if settings.write_back else ()
     return NotifyRequest(
-        policy=settings.policy, sinks=settings.sinks, writeback=encode_writes(writes), infos=infos
+        policy=settings.policy, sinks=settings.sinks, writeback=writeback, infos=infos
     )

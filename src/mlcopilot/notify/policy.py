@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mlcopilot.model import Urn
@@ -140,6 +140,21 @@ def decide(
     return None
 
 
+_LATEST = datetime.max.replace(tzinfo=UTC)
+
+
+def _later(at: datetime, delay: timedelta) -> datetime:
+    """``at + delay``, saturating at the last representable instant instead of overflowing.
+
+    A clock near the end of the calendar (or a huge configured interval) must not crash a
+    scan: a notification due "after the end of time" is simply never due.
+    """
+    try:
+        return at + delay
+    except OverflowError:
+        return _LATEST if delay >= timedelta(0) else datetime.min.replace(tzinfo=UTC)
+
+
 def _snapshot(
     group: StoredGroup, members: Sequence[Member], state: GroupState | None = None
 ) -> GroupSnapshot:
@@ -188,13 +203,13 @@ def _open(
         entity=entity,
         state=GroupState.OPEN,
         opened_at=now,
-        notified_at=now + policy.group_wait,
+        notified_at=_later(now, policy.group_wait),
         notified=dict(current),
         sinks=tuple(sinks),
     )
     payload = _payload("open", 0, _snapshot(group, members), {}, current)
     rows = tuple(
-        PlannedRow(sink, "open", key, generation, 0, now + policy.group_wait, payload)
+        PlannedRow(sink, "open", key, generation, 0, _later(now, policy.group_wait), payload)
         for sink in group.sinks
     )
     return Decision(group=group, is_new=True, inserts=rows)
@@ -232,7 +247,7 @@ def _update(
 ) -> Decision:
     snapshot = _snapshot(stored, members)
     seq = stored.updates + 1
-    not_before = max(now, stored.notified_at + policy.group_interval)
+    not_before = max(now, _later(stored.notified_at, policy.group_interval))
     inserts: list[PlannedRow] = []
     rewrites: list[tuple[int, Mapping[str, Any]]] = []
     inserted = False

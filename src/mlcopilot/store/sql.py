@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import Enum
@@ -73,6 +73,13 @@ from mlcopilot.model import (
 from mlcopilot.notify.codec import problems
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql
 from mlcopilot.store import schema as t
+from mlcopilot.store.opening import (
+    MissingStore,
+    check_sqlite_file,
+    empty_store_message,
+    read_only_url,
+    sqlite_file,
+)
 from mlcopilot.store.rows import incident_from_mapping
 
 if TYPE_CHECKING:
@@ -91,7 +98,7 @@ class StoreConflict(StoreError):
 
 
 def default_state_url(home: Path) -> str:
-    """The SQLite state database in ``home`` (``<home>/state.db``), creating ``home`` if needed.
+    """The SQLite state database in ``home`` (``<home>/state.db``); nothing is created.
 
     Args:
         home: mlcopilot's home directory, e.g. ``~/.mlcopilot``.
@@ -99,34 +106,53 @@ def default_state_url(home: Path) -> str:
     Returns:
         A ``sqlite:///`` URL with an absolute path.
     """
-    home = home.expanduser()
-    home.mkdir(parents=True, exist_ok=True)
-    return URL.create("sqlite", database=str((home / "state.db").resolve())).render_as_string()
+    path = (home.expanduser() / "state.db").resolve()
+    return URL.create("sqlite", database=str(path)).render_as_string()
 
 
-def open_store(url: str) -> SqlStore:
-    """Open (creating or upgrading as needed) the state database at ``url``.
+def open_store(url: str, *, create: bool = True, read_only: bool = False) -> SqlStore:
+    """Open the state database at ``url``, upgrading its schema as needed.
+
+    An existing SQLite file is used only when it already is an mlcopilot state database: an
+    empty (zero-length) file, another program's database or a file whose schema revision is
+    gone is refused, never set up afresh, since that would silently lose its history.
 
     Args:
         url: A SQLAlchemy URL: ``sqlite:///PATH`` or ``postgresql+psycopg://USER@HOST:PORT/DB``,
             optionally with ``?options=-csearch_path%3DSCHEMA`` to use a PostgreSQL schema.
+        create: Create the database when there is none yet (the SQLite file, or the tables in
+            an empty PostgreSQL database or schema). Commands that only read pass False.
+        read_only: Open it without writing anything, ever (SQLite's ``mode=ro``): no file,
+            no schema upgrade. A dry run passes True.
 
     Returns:
         The open store; close it with :meth:`SqlStore.close` (or use it in a ``with`` block).
 
     Raises:
+        MissingStore: There is no state database there and ``create`` is False (or
+            ``read_only`` is True).
         StoreError: The URL is not a usable database URL, the database cannot be reached, is not
-            an mlcopilot state database, or was written by a newer mlcopilot.
+            an mlcopilot state database, was written by a newer mlcopilot, or (``read_only``)
+            needs a schema upgrade.
     """
     parsed = _parse(url)
     shown = _shown(parsed)
+    path = sqlite_file(parsed)
+    fresh = False
+    if path is not None:
+        fresh = check_sqlite_file(path, shown, create=create and not read_only)
+        if read_only:
+            parsed = read_only_url(parsed, path)
     engine: Engine | None = None
     try:
         engine = _create_engine(parsed)
-        _migrate(engine, shown)
+        opening = _Opening(shown, path=path, fresh=fresh, create=create, read_only=read_only)
+        _migrate(engine, opening)
     except BaseException as exc:
         if engine is not None:
             engine.dispose()
+        if fresh and path is not None:
+            _remove_if_empty(path)  # a file this open created and could not set up
         if isinstance(exc, SQLAlchemyError | CommandError | OSError | ImportError):
             raise StoreError(
                 f"cannot open state database {shown}: {_reason(exc, parsed)}; {_hint(exc, parsed)}"
@@ -151,6 +177,14 @@ class SqlStore(ClosedOnExit):
     def url(self) -> str:
         """The database URL with any password hidden, for messages."""
         return self._shown
+
+    def last_scan_at(self) -> datetime | None:
+        """The clock (``now``) of the latest committed scan run, or None before the first."""
+        runs = t.scan_runs
+        query = select(runs.c.now).order_by(runs.c.now.desc()).limit(1)
+        with self._read("reading scan runs") as conn:
+            value: datetime | None = conn.execute(query).scalar()
+        return value
 
     # --- baselines
 
@@ -565,6 +599,12 @@ def _parse(url: str) -> URL:
     return parsed
 
 
+def _remove_if_empty(path: Path) -> None:
+    with suppress(OSError):
+        if path.stat().st_size == 0:
+            path.unlink()
+
+
 def _shown(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
@@ -610,7 +650,26 @@ class _Revisions:
     known: frozenset[str]
 
 
-def _migrate(engine: Engine, shown: str) -> None:
+@dataclass(frozen=True, slots=True)
+class _Opening:
+    """How :func:`open_store` was asked to open a database, for :func:`_migrate`."""
+
+    shown: str
+    path: Path | None
+    """The SQLite file; None for PostgreSQL and in-memory SQLite."""
+    fresh: bool
+    """The SQLite file did not exist: this open creates it."""
+    create: bool
+    read_only: bool
+
+    @property
+    def existing_file(self) -> bool:
+        """A SQLite file that was there before: it must already be mlcopilot's."""
+        return self.path is not None and not self.fresh
+
+
+def _migrate(engine: Engine, opening: _Opening) -> None:
+    shown = opening.shown
     with resources.as_file(resources.files("mlcopilot.store") / "migrations") as location:
         cfg = Config()
         cfg.set_main_option("script_location", str(location).replace("%", "%%"))
@@ -621,8 +680,10 @@ def _migrate(engine: Engine, shown: str) -> None:
             known=frozenset(rev.revision for rev in script.walk_revisions()),
         )
         with engine.connect() as conn:
-            if _current(conn, revisions, shown) == revisions.heads:
+            current = _current(conn, revisions, shown)
+            if current == revisions.heads:
                 return  # up to date: opening changes nothing and takes no write lock
+            _may_set_up(conn, current, opening)
         with engine.connect() as conn:
             conn.execution_options(**{_WRITE: True})
             with conn.begin():
@@ -632,6 +693,10 @@ def _migrate(engine: Engine, shown: str) -> None:
                 if current == revisions.heads:
                     return  # another process migrated while we waited
                 if not current:
+                    if opening.existing_file:
+                        # Still nothing of ours with the lock held: no first scan is creating
+                        # it, so it is empty (truncated?) or another program's.
+                        _refuse_unrecognised(conn, opening)
                     _refuse_foreign(conn, shown)
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
@@ -649,16 +714,56 @@ def _current(conn: Connection, revisions: _Revisions, shown: str) -> frozenset[s
     return current
 
 
+def _may_set_up(conn: Connection, current: frozenset[str], opening: _Opening) -> None:
+    """Refuse, before any lock is taken, to set up or upgrade what this open must not."""
+    shown = opening.shown
+    if current:
+        if opening.read_only:
+            raise StoreError(
+                f"state database {shown} was written by an older mlcopilot and needs a schema "
+                "upgrade, which a read-only open (a dry run) does not make: run any command "
+                "without --dry-run once (e.g. `mlcopilot incidents list`)"
+            )
+        return  # an upgrade of our own database: done under the lock
+    if opening.existing_file:
+        if opening.read_only or not opening.create or inspect(conn).get_table_names():
+            _refuse_unrecognised(conn, opening)
+        return  # zero bytes: maybe a concurrent first scan is creating it (checked locked)
+    if opening.read_only or not opening.create:
+        raise MissingStore(
+            f"state database {shown} holds no mlcopilot state yet: run `mlcopilot scan` "
+            "first, or check --state-url / MLCOPILOT_STATE_URL"
+        )
+
+
+def _refuse_unrecognised(conn: Connection, opening: _Opening) -> None:
+    """Refuse an existing SQLite file without mlcopilot's schema revision (always raises)."""
+    shown = opening.shown
+    tables = set(inspect(conn).get_table_names())
+    if not tables:
+        raise StoreError(empty_store_message(shown, opening.path))
+    if tables <= _TABLES:
+        raise StoreError(
+            f"state database {shown} holds mlcopilot's tables but no schema revision (its "
+            "alembic_version table is gone), so this version cannot tell what they hold: "
+            "restore it from a backup, or move it away to start afresh"
+        )
+    raise _foreign(shown, tables)
+
+
 def _refuse_foreign(conn: Connection, shown: str) -> None:
     tables = set(inspect(conn).get_table_names())
     # A SQLite file is ours alone; in a PostgreSQL schema only our own table names matter.
     clash = tables if conn.dialect.name == "sqlite" else tables & _TABLES
     if clash:
-        raise StoreError(
-            f"state database {shown} already holds tables that are not mlcopilot's "
-            f"({', '.join(sorted(clash)[:5])}); point mlcopilot at a new database file or "
-            "schema"
-        )
+        raise _foreign(shown, clash)
+
+
+def _foreign(shown: str, tables: set[str]) -> StoreError:
+    return StoreError(
+        f"state database {shown} already holds tables that are not mlcopilot's "
+        f"({', '.join(sorted(tables)[:5])}); point mlcopilot at a new database file or schema"
+    )
 
 
 def _reason(exc: BaseException, url: URL | None) -> str:
@@ -679,8 +784,12 @@ def _hint(exc: BaseException, url: URL) -> str:
     if isinstance(exc, NoSuchModuleError | ImportError):
         return "install the driver: pip install 'ml-incident-copilot[postgres]'"
     if url.get_backend_name() == "sqlite":
-        if "not a database" in reason or "encrypted" in reason or "malformed" in reason:
+        if "malformed" in reason:
+            return "it is damaged: restore it from a backup, or move it away to start afresh"
+        if "not a database" in reason or "encrypted" in reason:
             return "it is not a SQLite database: move it away or use another state file"
+        if "readonly" in reason or "read-only" in reason:
+            return "its file or folder is read-only: use a writable location"
         if "unable to open" in reason:
             return "check that the directory exists and is writable"
         if "locked" in reason:
