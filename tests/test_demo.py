@@ -76,13 +76,16 @@ def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
 def test_demo_sends_when_credentials_are_configured(tmp_path: Path) -> None:
     from rich.console import Console
 
-    from mlcopilot.cli.demo_run import run_demo
+    from mlcopilot.cli.demo_run import prepare_home, run_demo
+    from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.settings import load_settings
 
     github, slack = FakeGitHub(), FakeSlack()
     with github.running(), slack.running():
         env = notify_env(github, slack, MLCOPILOT_TEST_WRITE_SPACING="0")
         console = Console(record=True, width=160)
-        run_demo(tmp_path / "demo", console, environ=env)
+        notify = NotifySettings.from_settings(load_settings(environ=env))
+        run_demo(prepare_home(tmp_path / "demo", console), console, notify)
     text = console.export_text()
     assert "Sent to github: open" in text
     assert "Sent to slack: open" in text

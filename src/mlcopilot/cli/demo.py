@@ -2,26 +2,45 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mlcopilot.cli._app import app, command_settings, out
+from mlcopilot.cli._app import app, command_settings, err, out
 
 
 @app.command("demo")
 def demo_command(
     home: Annotated[
         Path | None,
-        typer.Option(help="Where the demo catalog and state go (default $MLCOPILOT_HOME/demo)."),
+        typer.Option(
+            help="Where the demo's catalog and state go (default: a new temporary folder, "
+            "printed). An existing folder must be empty or an earlier demo's.",
+            show_default=False,
+        ),
     ] = None,
+    send: Annotated[
+        bool,
+        typer.Option(
+            "--send",
+            help="Really send to GitHub and Slack where their credentials are set (default: "
+            "show and save what would be sent, and send nothing).",
+        ),
+    ] = False,
 ) -> None:
     """Run the end-to-end demo on a fresh embedded DataHub catalog (no server needed)."""
-    from mlcopilot.cli.demo_run import run_demo
+    from mlcopilot.cli.demo_run import prepare_home, run_demo
     from mlcopilot.notify.sinks.config import NotifySettings
 
-    settings = command_settings()
-    run_demo(
-        home or settings.home_path / "demo", out, notify=NotifySettings.from_settings(settings)
-    )
+    notify = NotifySettings.from_settings(command_settings())
+    if not send:
+        configured = notify.sinks
+        notify = replace(notify, github=None, slack=None)
+        if configured:
+            err.print(
+                f"{' and '.join(configured)} credentials are set, but the demo sends nothing "
+                "without --send: it shows what would be sent."
+            )
+    run_demo(prepare_home(home, out), out, notify)

@@ -5,16 +5,21 @@ It loads real DataHub metadata files (shipped in ``mlcopilot/demo_data``; built 
 again, shows the write-back, and resolves an incident when the column comes back. The demo's
 clock is fixed, so every run tells the same story.
 
-It also shows exactly what each scan sends to GitHub and Slack: without credentials the
-requests are rendered and printed (and saved, byte for byte, under ``<home>/notifications``);
-with ``GITHUB_TOKEN`` + ``MLCOPILOT_GITHUB_REPO``, ``SLACK_BOT_TOKEN`` +
-``MLCOPILOT_SLACK_CHANNEL`` or ``SLACK_WEBHOOK_URL`` set, they are really sent.
+It also shows exactly what each scan sends to GitHub and Slack: the requests are rendered and
+printed (and saved, byte for byte, under ``<home>/notifications``). Only with ``--send`` and
+``GITHUB_TOKEN`` + ``MLCOPILOT_GITHUB_REPO``, ``SLACK_BOT_TOKEN`` + ``MLCOPILOT_SLACK_CHANNEL``
+or ``SLACK_WEBHOOK_URL`` set are they really sent.
+
+The demo is harmless: it runs in a new temporary folder unless told otherwise, uses a given
+folder only when it is empty or an earlier demo's (marked by :data:`MARKER`), and removes only
+the files a demo makes.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import shlex
+import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -31,6 +36,7 @@ from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
 from mlcopilot.cli.render.terminal import print_scan
 from mlcopilot.clock import OffsetClock
+from mlcopilot.errors import UsageError
 from mlcopilot.model import IncidentWrite
 from mlcopilot.names import short_name
 from mlcopilot.notify.codec import Sink
@@ -52,21 +58,75 @@ SCAN_TIMES = (
 )
 
 
-def run_demo(
-    home: Path,
-    console: Console,
-    environ: Mapping[str, str] | None = None,
-    notify: NotifySettings | None = None,
-) -> None:
-    """Run the demo in ``home`` (its catalog and state are recreated from scratch)."""
-    home.mkdir(parents=True, exist_ok=True)
+MARKER = ".mlcopilot-demo"
+"""The file that marks a folder as a demo's home (so a later demo may reuse it)."""
+_MADE = tuple(
+    f"{db}{suffix}"
+    for db in ("catalog.db", "state.db")
+    for suffix in ("", "-wal", "-shm", "-journal")
+)
+"""The files a demo makes in its home, besides its notifications folder."""
+_SAVED = "[0-9][0-9][0-9]-*.json"
+"""The notification requests a demo saves (``001-github-open.json``...)."""
+
+
+def prepare_home(home: Path | None, console: Console) -> Path:
+    """The demo's home: a new temporary folder, or ``home`` when empty or an earlier demo's.
+
+    An earlier demo's files are removed (only those); anything else in a given folder makes
+    it refused, so the demo never replaces a real catalog or state database.
+
+    Raises:
+        UsageError: ``home`` holds files no demo made, or no folder can be made.
+    """
+    if home is None:
+        try:
+            path = Path(tempfile.mkdtemp(prefix="mlcopilot-demo-"))
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create a temporary folder for the demo: {exc.strerror}; "
+                "pass --home DIR (an empty folder)"
+            ) from exc
+        what = "a new temporary folder; delete it when you are done"
+    else:
+        path = home.expanduser()
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--home {home}: not a folder")
+        earlier = (path / MARKER).is_file()
+        if path.is_dir() and not earlier and any(path.iterdir()):
+            raise UsageError(
+                f"--home {home}: the folder holds files no demo made, and the demo would "
+                "replace its catalog and state; use an empty or new folder, or leave out --home"
+            )
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--home {home}: cannot create it: {exc.strerror}") from exc
+        what = "an earlier demo's folder, made afresh" if earlier else "an empty folder"
+    try:
+        (path / MARKER).write_text(
+            "Made by `mlcopilot demo`: its catalog.db, state.db and notifications/ are made "
+            "afresh on each run.\n",
+            encoding="utf-8",
+        )
+        for name in _MADE:
+            (path / name).unlink(missing_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write the demo's files in {path}: {exc.strerror}") from exc
+    console.print(f"Demo home: {escape(str(path))} ({what}).")
+    return path
+
+
+def run_demo(home: Path, console: Console, notify: NotifySettings) -> None:
+    """Run the demo in ``home`` (from :func:`prepare_home`): catalog and state from scratch.
+
+    Only the sinks ``notify`` configures are really sent to; pass settings without GitHub
+    and Slack (the default of ``mlcopilot demo``) to only show and save what would be sent.
+    """
     catalog_path = home / "catalog.db"
-    for stale in (catalog_path, home / "state.db"):
-        stale.unlink(missing_ok=True)
-    settings = notify or NotifySettings.from_env(os.environ if environ is None else environ)
-    notifications = _Notifications(settings, home / "notifications", console)
+    notifications = _Notifications(notify, home / "notifications", console)
     catalog = open_lite_catalog(catalog_path, create=True)
-    store = open_store(default_state_url(home))
+    store = open_store(default_state_url(home), create=True)
     try:
         _story(catalog, store, catalog_path, home, console, notifications)
     finally:
@@ -86,8 +146,8 @@ class _Notifications:
         self.slack = PreviewSlack(datahub_url=settings.datahub_url, sent=self.sent)
         self._shown = 0
         self._full_shown: set[str] = set()
-        for old in folder.glob("*.json") if folder.exists() else ():
-            old.unlink()
+        for old in folder.glob(_SAVED) if folder.exists() else ():
+            old.unlink()  # an earlier run's requests: only the files a demo saves
 
     @property
     def previewed(self) -> set[str]:
@@ -118,8 +178,9 @@ class _Notifications:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         hint = {
-            "github": "set GITHUB_TOKEN and MLCOPILOT_GITHUB_REPO to send it",
-            "slack": "set SLACK_BOT_TOKEN and MLCOPILOT_SLACK_CHANNEL, or SLACK_WEBHOOK_URL",
+            "github": "to send it: GITHUB_TOKEN, MLCOPILOT_GITHUB_REPO and --send",
+            "slack": "to send it: SLACK_BOT_TOKEN and MLCOPILOT_SLACK_CHANNEL (or "
+            "SLACK_WEBHOOK_URL) and --send",
         }
         self.console.print()
         self.console.print(
@@ -233,9 +294,15 @@ def _story(
         "The rename stays reported until someone accepts the new schema with "
         "`mlcopilot baseline accept MODEL`.\n"
     )
+    # The demo's own home in every command, so nothing mixes into your default state; its
+    # clock ran ahead of yours if today is before its last scan, and scans move forward.
+    env = f"MLCOPILOT_HOME={shlex.quote(str(home))}"
+    clock = ""
+    if datetime.now(UTC) < SCAN_TIMES[-1]:
+        clock = f" --now {(SCAN_TIMES[-1] + timedelta(days=1)):%Y-%m-%dT%H:%M:%SZ}"
     console.print(
-        f"Try it yourself: [bold]MLCOPILOT_HOME={escape(str(home))} mlcopilot incidents list[/]"
-        f" · [bold]mlcopilot scan --catalog lite:{escape(str(catalog_path))} --format json[/]"
+        f"Try it yourself: [bold]{escape(env)} mlcopilot incidents list[/] · "
+        f"[bold]{escape(env)} mlcopilot scan{clock} --format json[/]"
     )
 
 
