@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
@@ -80,6 +80,147 @@ class ColumnEdge:
     downstream_field: str
 
 
+AssertionType = Literal["DATASET", "FRESHNESS", "VOLUME", "SQL", "FIELD", "DATA_SCHEMA", "CUSTOM"]
+"""DataHub's ``assertionInfo.type`` values (a newer server may send others: kept as sent)."""
+AssertionResultType = Literal["SUCCESS", "FAILURE", "ERROR", "INIT"]
+"""DataHub's ``assertionRunEvent.result.type``: ERROR means the check could not run at all."""
+
+_INTERVALS = {
+    "SECOND": timedelta(seconds=1),
+    "MINUTE": timedelta(minutes=1),
+    "HOUR": timedelta(hours=1),
+    "DAY": timedelta(days=1),
+    "WEEK": timedelta(weeks=1),
+    # Calendar units are taken at their longest, so an expectation built on them never
+    # calls a source late before the calendar does.
+    "MONTH": timedelta(days=31),
+    "QUARTER": timedelta(days=92),
+    "YEAR": timedelta(days=366),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FreshnessSchedule:
+    """When a freshness assertion expects its entity to change (``freshnessAssertion.schedule``).
+
+    ``type`` is ``CRON`` (``cron`` in ``timezone``: the times by which a change is due, the
+    window opening ``window_start_offset`` before each), ``FIXED_INTERVAL`` (a change at least
+    every ``multiple`` × ``unit``) or ``SINCE_THE_LAST_CHECK``. dbt's source freshness, which
+    dbt ingestion writes as a ``CUSTOM`` assertion, becomes a ``FIXED_INTERVAL`` schedule of its
+    ``error_after`` (else ``warn_after``) period.
+    """
+
+    type: str
+    cron: str | None = None
+    timezone: str | None = None
+    window_start_offset: timedelta | None = None
+    unit: str | None = None
+    """``SECOND`` … ``YEAR`` (DataHub's ``CalendarInterval``)."""
+    multiple: int | None = None
+
+    @property
+    def interval(self) -> timedelta | None:
+        """The fixed interval as a duration; None for any other schedule.
+
+        Months, quarters and years count at their longest; a unit DataHub does not define
+        gives None.
+        """
+        if self.type != "FIXED_INTERVAL" or self.unit is None:
+            return None
+        unit = _INTERVALS.get(self.unit.upper())
+        return None if unit is None else unit * (self.multiple or 1)
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionRun:
+    """One run of an assertion (an ``assertionRunEvent``): what it found, and when.
+
+    ``severity`` is the producer's own (``LOW``/``MEDIUM``/``HIGH``; dbt says LOW for a
+    ``warn`` and HIGH for a ``fail``), only meaningful on a FAILURE. ``native_results`` are
+    the producer's own result properties (dbt's error message, GE's observed values), as
+    strings.
+    """
+
+    result: str
+    """One of :data:`AssertionResultType` (kept as sent)."""
+    at: datetime
+    severity: str | None = None
+    native_results: Mapping[str, str] = _field(default_factory=dict)
+    external_url: str | None = None
+    run_id: str = ""
+    row_count: int | None = None
+    unexpected_count: int | None = None
+    missing_count: int | None = None
+    actual_value: float | None = None
+    error_type: str | None = None
+    """``result.error.type`` of an ERROR (e.g. ``SOURCE_QUERY_FAILED``), when given."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionState:
+    """A DataHub assertion on an entity (``assertionInfo``), with its latest run.
+
+    ``last_run`` is the completed run with the newest ``timestampMillis`` (never the last one
+    written: connectors backfill); None when it has never run, which says nothing about the
+    data. ``fields`` are the columns it covers (simple field paths), empty for a
+    dataset-level assertion. ``schedule`` is set for freshness assertions (see
+    :class:`FreshnessSchedule`).
+    """
+
+    urn: Urn
+    type: str
+    """One of :data:`AssertionType` (kept as sent)."""
+    entity: Urn
+    """The entity it asserts on."""
+    fields: tuple[str, ...] = ()
+    description: str = ""
+    native_type: str = ""
+    """The producer's name for it: GE's expectation, dbt's test name or custom type."""
+    source_type: str | None = None
+    """``NATIVE`` (DataHub runs it), ``EXTERNAL`` (dbt, GE, …) or ``INFERRED``."""
+    platform: Urn | None = None
+    """Where it is evaluated (``dataPlatformInstance.platform``, e.g. dbt)."""
+    external_url: str | None = None
+    custom_properties: Mapping[str, str] = _field(default_factory=dict)
+    last_run: AssertionRun | None = None
+    schedule: FreshnessSchedule | None = None
+
+    @property
+    def label(self) -> str:
+        """What to call it: its description, else the producer's name for it, else its urn."""
+        return self.description or self.native_type or self.urn
+
+    @property
+    def is_freshness(self) -> bool:
+        """True for a freshness assertion (DataHub's own, or dbt's source freshness)."""
+        return self.type == "FRESHNESS" or self.schedule is not None
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentSignal:
+    """An active DataHub incident that names the entity (``incidentInfo``), whoever raised it.
+
+    ``priority`` is DataHub's number: 0 critical, 1 high, 2 medium, 3 low; None when unset.
+    ``source_type`` is ``MANUAL`` or ``ASSERTION_FAILURE`` (then ``source_urn`` is the
+    assertion). mlcopilot's own incidents (urns ``urn:li:incident:mlcopilot-…``) are among them.
+    """
+
+    urn: Urn
+    type: str
+    """``FRESHNESS``, ``VOLUME``, ``FIELD``, ``SQL``, ``DATA_SCHEMA``, ``OPERATIONAL`` or
+    ``CUSTOM`` (then ``custom_type`` says which)."""
+    title: str = ""
+    description: str = ""
+    custom_type: str | None = None
+    priority: int | None = None
+    state: str = "ACTIVE"
+    stage: str | None = None
+    source_type: str | None = None
+    source_urn: Urn | None = None
+    started_at: datetime | None = None
+    created_at: datetime | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """One entity in a model's upstream lineage, with the metadata the checks read.
@@ -110,6 +251,14 @@ class Node:
     trained_at: datetime | None = None
     """For an ML model: when it was trained (``mlModelProperties.date``, ``created`` or the
     training runs' times); the baseline for schema drift is the upstream schema as of then."""
+    assertions: tuple[AssertionState, ...] | None = None
+    """DataHub assertions on the entity or its columns, each with its latest run: empty when
+    there are none, None when the backend cannot tell (``datahub:`` and ``mcp:`` read them
+    for datasets only, as DataHub's GraphQL has them on datasets only)."""
+    incidents: tuple[IncidentSignal, ...] | None = None
+    """The ACTIVE DataHub incidents naming the entity (resolved ones are not read): empty when
+    there are none, None when the backend cannot tell (``datahub:`` and ``mcp:`` read them for
+    datasets and data jobs, the types DataHub's GraphQL has ``incidents`` on)."""
 
 
 EdgeKind = Literal[
