@@ -15,6 +15,7 @@ from __future__ import annotations
 from mlcopilot.model.catalog import (
     TAG_PREFIX,
     UNKNOWN_USAGE,
+    UPDATE_HISTORY,
     AssertionResultType,
     AssertionRun,
     AssertionState,
@@ -86,6 +87,7 @@ __all__ = [
     "NOT_IN_CATALOG",
     "TAG_PREFIX",
     "UNKNOWN_USAGE",
+    "UPDATE_HISTORY",
     "Action",
     "AssertionResultType",
     "AssertionRun",

@@ -259,6 +259,20 @@ class Node:
     """The ACTIVE DataHub incidents naming the entity (resolved ones are not read): empty when
     there are none, None when the backend cannot tell (``datahub:`` and ``mcp:`` read them for
     datasets and data jobs, the types DataHub's GraphQL has ``incidents`` on)."""
+    update_times: tuple[datetime, ...] | None = None
+    """For a dataset: when its data changed, oldest first, distinct, at most the newest
+    :data:`UPDATE_HISTORY` (its ``operation`` events' ``lastUpdatedTimestamp`` and the
+    ``lastModified`` of its ``datasetProperties`` versions); None when the backend read none."""
+    domains: tuple[Urn, ...] = ()
+    """The domains the entity belongs to (DataHub's ``domains`` aspect), sorted."""
+    annotated_columns: tuple[SchemaField, ...] = ()
+    """For a dataset without ``schemaMetadata``: the columns other aspects annotate
+    (``editableSchemaMetadata``, ``schemaField`` entities), with their tags, terms and
+    descriptions but no type. Empty when the schema is known: its fields carry them."""
+
+
+UPDATE_HISTORY = 50
+"""How many of a dataset's most recent updates the backends read into ``Node.update_times``."""
 
 
 EdgeKind = Literal[
