@@ -61,9 +61,10 @@ def test_the_command_starts_without_loading_a_backend(args: tuple[str, ...], sho
 
 
 def test_the_probe_sees_a_backend_when_a_command_loads_one() -> None:
-    # The same probe on a command that opens the state store: SQLAlchemy is loaded. Without
-    # this, a probe that never saw any module would pass the test above whatever happened.
+    # The same probe on a command that opens the state store (an empty one: it says so and
+    # exits 2): SQLAlchemy is loaded. Without this, a probe that never saw any module would
+    # pass the test above whatever happened.
     result = run_in_fresh_interpreter("incidents", "list", "--state-url", "sqlite://")
 
-    assert result["exit"] == 0
+    assert "holds no mlcopilot state" in result["output"]
     assert "sqlalchemy" in result["heavy"]
