@@ -26,7 +26,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from mlcopilot.checks import load_checks
-from mlcopilot.checks.pii_exposure import PiiExposure, PiiExposureConfig
+from mlcopilot.checks.pii_exposure import Marker, PiiExposure, PiiExposureConfig
 from mlcopilot.errors import ConfigError
 from mlcopilot.model import UNKNOWN_USAGE, ColumnUsage
 from mlcopilot.protocols import CheckContext
@@ -120,9 +120,9 @@ CASES = [
         DATASET,
         [terms("Classification.Confidential"), PLAIN_SCHEMA],
         FEEDS_ALL,
-        [("high", None, ["glossary term Classification.Confidential"])],
+        [("low", None, ["glossary term Classification.Confidential", "(classified Confidential)"])],
         None,
-        id="classification-term-on-dataset-is-high",
+        id="confidential-term-on-dataset-is-low-the-third-level",
     ),
     pytest.param(
         {},
@@ -165,11 +165,21 @@ CASES = [
         {},
         UNJUSTIFIED,
         DATASET,
-        [schema(col("user_id"), col("ssn", term="Classification.HighlyConfidential"))],
+        [schema(col("user_id"), col("ssn", term="Classification.PII"))],
         UNKNOWN_USAGE,
         [("medium", "ssn", ["column `ssn`", "may reach the model"])],
         None,
         id="pii-column-with-unknown-lineage-may-reach-medium",
+    ),
+    pytest.param(
+        {},
+        UNJUSTIFIED,
+        DATASET,
+        [schema(col("user_id"), col("ssn", term="Classification.HighlyConfidential"))],
+        UNKNOWN_USAGE,
+        [("low", "ssn", ["(classified Sensitive)", "may reach the model"])],
+        None,
+        id="sensitive-column-that-may-reach-is-one-step-lower",
     ),
     pytest.param(
         {},
@@ -185,11 +195,21 @@ CASES = [
         {},
         UNJUSTIFIED,
         FEATURE,
-        [MLFeaturePropertiesClass(), tags("Sensitive")],
+        [MLFeaturePropertiesClass(), tags("PII")],
         UNKNOWN_USAGE,
-        [("high", None, ["ML feature `email_domain`", "tagged Sensitive"])],
+        [("high", None, ["ML feature `email_domain`", "tagged PII"])],
         None,
         id="tagged-ml-feature-is-high",
+    ),
+    pytest.param(
+        {},
+        UNJUSTIFIED,
+        FEATURE,
+        [MLFeaturePropertiesClass(), tags("Sensitive")],
+        UNKNOWN_USAGE,
+        [("medium", None, ["tagged Sensitive", "(classified Sensitive)"])],
+        None,
+        id="sensitive-ml-feature-is-medium-the-second-level",
     ),
     pytest.param(
         {},
@@ -393,10 +413,12 @@ def test_evidence_names_the_matching_tags_and_terms(make_node: MakeNode) -> None
     entity, column = PiiExposure(PiiExposureConfig()).run(node, ctx).findings
 
     assert entity.evidence == {
+        "classification": "PII",
         "tags": ["urn:li:tag:PII"],
         "terms": ["urn:li:glossaryTerm:Classification.PII"],
     }
     assert column.evidence == {
+        "classification": "Sensitive",
         "tags": ["urn:li:tag:Sensitive"],
         "terms": [],
         "feeds_model": "unknown",
@@ -409,6 +431,8 @@ def test_replacing_the_defaults_with_nothing_is_refused() -> None:
 
 
 def test_configured_markers_extend_the_builtin_ones() -> None:
-    config = PiiExposureConfig(tags=["security:pii"])
-    assert config.marker_tags() == ("PII", "Sensitive", "security:pii")
-    assert PiiExposureConfig(tags=["x"], replace_defaults=True).marker_tags() == ("x",)
+    config = PiiExposureConfig(tags=["gdpr"])
+    assert Marker("gdpr", 0) in config.tag_markers()
+    assert Marker("PII", 0) in config.tag_markers()
+    assert PiiExposureConfig(tags=["x"], replace_defaults=True).tag_markers() == (Marker("x", 0),)
+    assert PiiExposureConfig(tags=["x"], replace_defaults=True).term_markers() == ()

@@ -67,6 +67,7 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
+from mlcopilot.model.catalog import UPDATE_HISTORY
 
 JsonObject = dict[str, Any]
 Aspects = Mapping[str, JsonObject]
@@ -169,6 +170,7 @@ def node_from_aspects(
     urn: Urn,
     aspects: Aspects,
     *,
+    updates: Iterable[int] | None = None,
     related: Mapping[Urn, Aspects] | None = None,
 ) -> Node:
     """Translate one entity's current aspects into a :class:`~mlcopilot.model.Node`.
@@ -176,6 +178,9 @@ def node_from_aspects(
     Args:
         urn: The entity.
         aspects: Its aspects, by name; empty when the catalog has none (``exists=False``).
+        updates: Of a dataset: when its data changed as its history says, in epoch
+            milliseconds, in any order (:func:`update_stamps` of its ``operation`` events and
+            ``datasetProperties`` versions); None when the backend read no history.
         related: Aspects of other entities the translation consults: a model's training jobs
             (``dataProcessInstanceProperties``) date the model when it has no date itself.
 
@@ -184,6 +189,11 @@ def node_from_aspects(
     """
     entity_type = entity_type_of(urn)
     custom = custom_properties(aspects)
+    times = (
+        update_times(aspects, updates)
+        if updates is not None and entity_type is EntityType.DATASET
+        else None
+    )
     return Node(
         urn=urn,
         entity_type=entity_type,
@@ -197,7 +207,11 @@ def node_from_aspects(
         deprecation=_deprecation(aspects.get("deprecation")),
         owners=_owners(aspects.get("ownership")),
         removed=is_removed(aspects),
-        last_updated=_last_updated(aspects),
+        # The newest update in the history, not the last one written: connectors backfill.
+        last_updated=times[-1] if times else _last_updated(aspects),
+        update_times=times,
+        domains=_domains(aspects.get("domains")),
+        annotated_columns=annotated_columns(aspects),
         column_lineage=column_lineage(urn, aspects.get("upstreamLineage")),
         source_columns=_source_columns(custom)
         if entity_type in (EntityType.ML_FEATURE, EntityType.ML_PRIMARY_KEY)
@@ -266,6 +280,35 @@ def _shared_field(path: str, type_name: str, native_type: str, position: int) ->
         tags=_EMPTY,
         terms=_EMPTY,
     )
+
+
+def annotated_columns(aspects: Aspects) -> tuple[SchemaField, ...]:
+    """Of a dataset without ``schemaMetadata``: the columns ``editableSchemaMetadata`` annotates.
+
+    BigID, for one, classifies columns of datasets whose schema nothing else ingested: its
+    terms and tags are the only field-level metadata there is. The fields have no type (no
+    schema says it); a field with nothing on it is left out. Empty when ``schemaMetadata`` is
+    there: :func:`schema_from_aspects` merges the edits into its fields.
+    """
+    if "schemaMetadata" in aspects:
+        return ()
+    columns: list[SchemaField] = []
+    for path, edit in _editable_fields(aspects.get("editableSchemaMetadata")).items():
+        tags = _frozen(_tag_urns(edit.get("globalTags")))
+        terms = _frozen(_term_urns(edit.get("glossaryTerms")))
+        description = _text(edit.get("description"))
+        if path and (tags or terms or description):
+            columns.append(
+                SchemaField(
+                    path=sys.intern(path),
+                    type="",
+                    description=description,
+                    position=len(columns),
+                    tags=tags,
+                    terms=terms,
+                )
+            )
+    return tuple(columns)
 
 
 def edges_from_aspects(urn: Urn, aspects: Aspects) -> list[Edge]:
@@ -542,6 +585,53 @@ def _deprecation(aspect: JsonObject | None) -> Deprecation | None:
         decommission_time=ms_to_datetime(aspect.get("decommissionTime")),
         replacement=aspect.get("replacement") or None,
     )
+
+
+UPDATE_ASPECTS = ("operation", "datasetProperties")
+"""The aspects whose history :func:`update_stamps` reads (a backend reads their versions)."""
+
+
+def update_stamps(name: str, value: Mapping[str, Any]) -> int | None:
+    """When one ``operation`` event or ``datasetProperties`` version says the data changed.
+
+    An operation's ``lastUpdatedTimestamp`` (when the data changed; ``timestampMillis`` is
+    when it was reported, the fallback), a properties version's ``lastModified.time``. In epoch
+    milliseconds; None when it says nothing (placeholders such as 0 included).
+    """
+    if name == "operation":
+        stamp = value.get("lastUpdatedTimestamp") or value.get("timestampMillis")
+    elif name == "datasetProperties":
+        modified = value.get("lastModified")
+        stamp = modified.get("time") if isinstance(modified, Mapping) else None
+    else:
+        return None
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float) or stamp <= 0:
+        return None
+    return int(stamp)
+
+
+def update_times(aspects: Aspects, history: Iterable[int]) -> tuple[datetime, ...]:
+    """A dataset's updates, oldest first, distinct, the newest :data:`UPDATE_HISTORY` only.
+
+    ``history`` is what the backend read of the :data:`UPDATE_ASPECTS` versions (epoch
+    milliseconds, any order); the current aspects count too, for a backend that reads no
+    ``datasetProperties`` versions.
+    """
+    stamps = set(history)
+    for name in UPDATE_ASPECTS:
+        value = aspects.get(name)
+        current = update_stamps(name, value) if isinstance(value, Mapping) else None
+        if current is not None:
+            stamps.add(current)
+    newest = sorted(stamps)[-UPDATE_HISTORY:]
+    return tuple(t for t in (ms_to_datetime(s) for s in newest) if t is not None)
+
+
+def _domains(aspect: JsonObject | None) -> tuple[Urn, ...]:
+    domains = (aspect or {}).get("domains")
+    if not isinstance(domains, list):
+        return ()
+    return tuple(sorted({sys.intern(d) for d in domains if isinstance(d, str) and d}))
 
 
 def _last_updated(aspects: Aspects) -> datetime | None:

@@ -1,12 +1,24 @@
-"""PII exposure: personal or sensitive data reaching a model that has no justification for it."""
+"""PII exposure: personal or sensitive data reaching a model that has no justification for it.
+
+Classification arrives in many spellings: DataHub's connectors write ``key:value`` tags
+(Snowflake's ``<db>.<schema>.security:pii``, Lake Formation's ``DataClassification:Sensitive``,
+BigID's ``bigid.Classification:PII``, dbt's ``dbt:pii``), glossary terms in hierarchies
+(``Classification.PII``), the terms dbt's meta mapping adds (``pii``) and the info types
+DataHub's own classifier names (``Email_Address``). Markers are therefore patterns, compared
+the way :func:`normalized` and :class:`Marker` describe, each at a level of a sensitivity
+ranking that sets the finding's severity.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
@@ -16,6 +28,7 @@ from mlcopilot.model import (
     EntityType,
     Finding,
     Node,
+    SchemaField,
     Severity,
     Urn,
 )
@@ -45,62 +58,245 @@ _KIND = {
     EntityType.ML_PRIMARY_KEY: "ML primary key",
 }
 
+DEFAULT_RANKING = ("PII", "Sensitive", "Confidential")
+"""The sensitivity levels, most sensitive first, unless the config replaces them."""
 
-DEFAULT_TAGS = ("PII", "Sensitive")
-"""The tags that mark PII unless the config replaces them."""
-DEFAULT_TERMS = (
-    "Classification.PII",
-    "Classification.Sensitive",
-    "Classification.Confidential",
-    "Classification.HighlyConfidential",
+# DataHub's classifier (datahub-classify, `classification:` in a source recipe) names each
+# column's glossary term after the info type it found, unless `info_type_to_term` renames it.
+# Swift_Code is left out: it identifies a bank, not a person.
+_CLASSIFIER_INFO_TYPES = (
+    "Email_Address",
+    "Phone_Number",
+    "Street_Address",
+    "Full_Name",
+    "Age",
+    "Gender",
+    "Credit_Debit_Card_Number",
+    "IBAN",
+    "US_Social_Security_Number",
+    "US_Driving_License_Number",
+    "Vehicle_Identification_Number",
+    "IP_Address_v4",
+    "IP_Address_v6",
 )
-"""The glossary terms that mark PII unless the config replaces them."""
+
+DEFAULT_TAGS: Mapping[str, tuple[str, ...]] = {
+    "PII": (
+        "PII",  # also dbt:pii, security:pii, DataClassification:PII, bigid.Classification:PII
+        "security:pii",  # also Security_PII, which has no qualifier to end at
+        "pii:true",  # a Snowflake tag PII with value TRUE: <db>.<schema>.pii:true
+        "pii:yes",
+        "has_pii",  # dbt meta mapping's own example
+        "contains_pii",
+        "privacy_category:identifier",  # Snowflake's classification: SNOWFLAKE.CORE.*
+        "privacy_category:quasi_identifier",
+    ),
+    "Sensitive": ("Sensitive", "HighlyConfidential", "sensitivity:high"),
+    "Confidential": ("Confidential",),
+}
+"""The tag patterns of each level that mark data unless the config replaces them."""
+DEFAULT_TERMS: Mapping[str, tuple[str, ...]] = {
+    "PII": ("PII", *_CLASSIFIER_INFO_TYPES),  # PII: also Classification.PII and dbt's pii
+    "Sensitive": ("Sensitive", "HighlyConfidential"),
+    "Confidential": ("Confidential",),
+}
+"""The glossary term patterns of each level that mark data unless the config replaces them."""
+
+_SEVERITY_BY_RANK = (Severity.HIGH, Severity.MEDIUM, Severity.LOW)
+_WORD = re.compile(r"[\W_]+")
+_QUALIFIER = re.compile(r"[.:/]")
+_WILDCARD = re.compile(r"([*?])")
+
+Markers = list[str] | dict[str, list[str]]
+"""Patterns: a list (at the most sensitive level) or a table of lists by level."""
+
+
+def normalized(name: str) -> str:
+    """``name`` as markers compare it: percent-decoded, case-folded, without separators.
+
+    Every character that is not a letter or digit is dropped, so ``security:pii``,
+    ``Security_PII``, ``SECURITY.PII`` and ``security pii`` are one name, as are
+    ``DataClassification`` (Lake Formation) and ``dataclassification`` (Snowflake, which
+    lower-cases its urns), and ``Email_Address`` and BigID's ``Email Address``.
+    """
+    return _WORD.sub("", urllib.parse.unquote(name).casefold())
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """One configured pattern: a tag or term name matching it marks data at ``level``.
+
+    The pattern is compared with separators and case ignored (:func:`normalized`); ``*``
+    matches any run of characters and ``?`` one. It matches a name as a whole or any tail of
+    it that starts after a ``.``, ``:`` or ``/``: so ``security:pii`` also matches Snowflake's
+    qualified ``prod.governance.security:pii``, ``PII`` matches ``Classification.PII`` and
+    ``bigid.Classification:PII``, and ``Classification.*`` every term under Classification.
+    A tail never starts inside a word: ``PII`` does not match ``no_pii``.
+    """
+
+    pattern: str
+    level: int
+    """The level's index in the ranking (0 = most sensitive)."""
+
+    def compiled(self) -> re.Pattern[str]:
+        """The pattern as a regular expression over normalized names."""
+        parts = _WILDCARD.split(self.pattern.casefold())
+        regex = "".join(
+            ".*" if part == "*" else "." if part == "?" else re.escape(normalized(part))
+            for part in parts
+        )
+        return re.compile(regex)
+
+
+def _tails(name: str) -> list[str]:
+    """The normalized name and each normalized tail after a qualifier (``.``, ``:``, ``/``)."""
+    decoded = urllib.parse.unquote(name)
+    tails = [normalized(decoded)]
+    tails += [normalized(decoded[m.end() :]) for m in _QUALIFIER.finditer(decoded)]
+    return [t for t in tails if t]
 
 
 class PiiExposureConfig(PluginConfig):
     """Settings of the ``pii_exposure`` check (``[checks.pii_exposure]``)."""
 
-    tags: list[str] = Field(default_factory=list)
-    """More tag names (as DataHub shows them, e.g. ``security:pii``) or full tag urns that
-    mark PII; matched case-insensitively."""
-    terms: list[str] = Field(default_factory=list)
-    """More glossary term names (e.g. ``Classification.Restricted``) or full term urns."""
+    tags: Markers = Field(default_factory=list)
+    """More tag patterns (e.g. ``security:restricted``, ``dbt:gdpr*``) or full tag urns: a
+    list marks data at the most sensitive level, a table lists patterns by level
+    (``[checks.pii_exposure.tags] Sensitive = ["finance:salary"]``)."""
+    terms: Markers = Field(default_factory=list)
+    """More glossary term patterns (``Classification.Restricted``, ``PersonalData.*``) or full
+    term urns (for terms whose urn is an id, such as BigID's), as ``tags``."""
     replace_defaults: bool = False
-    """True: only ``tags`` and ``terms`` mark PII, not the built-in ones."""
+    """True: only ``tags`` and ``terms`` mark data, not the built-in patterns."""
+    ranking: list[str] = Field(default_factory=lambda: list(DEFAULT_RANKING), min_length=1)
+    """The sensitivity levels, most sensitive first: data at the first level is high
+    severity where it reaches the model, at the second medium, below that low. A built-in
+    pattern of a level left out of the ranking marks nothing."""
+
+    @field_validator("ranking")
+    @classmethod
+    def _distinct_levels(cls, ranking: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for level in ranking:
+            key = normalized(level)
+            if not key:
+                raise ValueError(f"ranking level {level!r} has no letters or digits")
+            if key in seen:
+                raise ValueError(f"ranking names level {level!r} twice")
+            seen.add(key)
+        return ranking
 
     @model_validator(mode="after")
     def _finds_something(self) -> PiiExposureConfig:
+        for name, markers in (("tags", self.tags), ("terms", self.terms)):
+            if isinstance(markers, dict):
+                for level in markers:
+                    if self._rank(level) is None:
+                        raise ValueError(
+                            f"{name} names level {level!r}, which is not in the ranking "
+                            f"{self.ranking}"
+                        )
         # Replacing the defaults with nothing would report every model as clean, forever.
-        if self.replace_defaults and not (self.tags or self.terms):
+        if self.replace_defaults and not (_patterns(self.tags) or _patterns(self.terms)):
             raise ValueError("replace_defaults = true needs at least one of tags or terms")
         return self
 
-    def marker_tags(self) -> tuple[str, ...]:
-        """Every tag that marks PII under this config."""
-        return tuple(self.tags) if self.replace_defaults else (*DEFAULT_TAGS, *self.tags)
+    def tag_markers(self) -> tuple[Marker, ...]:
+        """Every tag pattern that marks data under this config, with its level."""
+        return self._markers(DEFAULT_TAGS, self.tags)
 
-    def marker_terms(self) -> tuple[str, ...]:
-        """Every glossary term that marks PII under this config."""
-        return tuple(self.terms) if self.replace_defaults else (*DEFAULT_TERMS, *self.terms)
+    def term_markers(self) -> tuple[Marker, ...]:
+        """Every glossary term pattern that marks data under this config, with its level."""
+        return self._markers(DEFAULT_TERMS, self.terms)
+
+    def _markers(self, defaults: Mapping[str, Sequence[str]], own: Markers) -> tuple[Marker, ...]:
+        by_level: dict[str, Sequence[str]] = {} if self.replace_defaults else dict(defaults)
+        found: list[Marker] = []
+        for level, patterns in by_level.items():
+            rank = self._rank(level)
+            if rank is not None:
+                found += [Marker(p, rank) for p in patterns]
+        configured = {self.ranking[0]: own} if isinstance(own, list) else own
+        for level, patterns in configured.items():
+            rank = self._rank(level)
+            assert rank is not None  # the validator refused any other
+            found += [Marker(_strip(p), rank) for p in patterns]
+        return tuple(found)
+
+    def _rank(self, level: str) -> int | None:
+        key = normalized(level)
+        return next((i for i, name in enumerate(self.ranking) if normalized(name) == key), None)
+
+
+def _patterns(markers: Markers) -> list[str]:
+    return markers if isinstance(markers, list) else [p for ps in markers.values() for p in ps]
+
+
+class _Matcher:
+    """Which level, if any, the names of one prefix (tags or terms) are marked at."""
+
+    def __init__(self, prefix: str, markers: Iterable[Marker]) -> None:
+        self._prefix = prefix
+        self._markers = [(m.compiled(), m.level) for m in markers]
+        self._known: dict[Urn, int | None] = {}  # a catalog reuses few tags and terms
+
+    def level(self, urn: Urn) -> int | None:
+        """The most sensitive level ``urn`` is marked at; None when it marks nothing."""
+        if urn in self._known:
+            return self._known[urn]
+        level = None
+        if urn.startswith(self._prefix):
+            tails = _tails(urn[len(self._prefix) :])
+            levels = [
+                rank
+                for pattern, rank in self._markers
+                if any(pattern.fullmatch(tail) for tail in tails)
+            ]
+            level = min(levels, default=None)
+        self._known[urn] = level
+        return level
 
 
 class PiiExposure:
     """Data classified as PII or sensitive reaches the model, which has no justification for it.
 
     What it flags: upstream datasets, ML features, feature tables and primary keys that
-    carry a PII tag (by default `PII` or `Sensitive`) or glossary term (by default
-    `Classification.PII`, `.Sensitive`, `.Confidential` or `.HighlyConfidential`),
-    on the entity itself or on one of its columns, when the model has no PII justification.
-    `[checks.pii_exposure]` adds tags and terms (`tags`, `terms`, by name as DataHub shows
-    it or by full urn); with `replace_defaults = true` they replace the built-in ones.
+    carry a classification tag or glossary term, on the entity itself or on one of its
+    columns, when the model has no PII justification. A marker is a pattern at a level of
+    the sensitivity ranking (by default PII > Sensitive > Confidential).
 
-    - A tagged entity is high severity: it is consumed by the model's lineage as a whole.
-    - A tagged column is high when column-level lineage shows it feeds the model, medium
-      when lineage cannot tell (it may reach the model), and not reported when column-level
-      lineage proves it does not reach the model. PII propagates only along column-level
-      lineage where that exists.
-    - A dataset without schema metadata is reported as unknown: its columns cannot be
-      checked.
+    Built-in markers, covering what DataHub's connectors write:
+
+    - tags: PII: `PII` (so also `dbt:pii`, `security:pii`, `DataClassification:PII`,
+      `bigid.Classification:PII`), `security:pii`, `pii:true`, `pii:yes`, `has_pii`,
+      `contains_pii`, `privacy_category:identifier` and `:quasi_identifier` (Snowflake's
+      classification); Sensitive: `Sensitive` (Lake Formation's
+      `DataClassification:Sensitive`, BigID's `bigid.DataClass:Sensitive`),
+      `HighlyConfidential`, `sensitivity:high`; Confidential: `Confidential`;
+    - glossary terms: PII: `PII` (so `Classification.PII` and dbt meta's `pii`) and the info
+      types DataHub's classifier assigns (`Email_Address`, `Phone_Number`, `Street_Address`,
+      `Full_Name`, `Age`, `Gender`, `Credit_Debit_Card_Number`, `IBAN`,
+      `US_Social_Security_Number`, `US_Driving_License_Number`,
+      `Vehicle_Identification_Number`, `IP_Address_v4`, `IP_Address_v6`); Sensitive:
+      `Sensitive`, `HighlyConfidential`; Confidential: `Confidential`.
+
+    Matching ignores case and separators (`security:pii` is `Security_PII` is
+    `SECURITY.PII`), and a pattern matches a qualified name's tail after a `.`, `:` or `/`
+    (`security:pii` matches Snowflake's `prod.governance.security:pii`; `PII` matches
+    `Classification.PII`, not `no_pii`). `*` and `?` are wildcards (`Classification.*`).
+    `[checks.pii_exposure]` adds patterns (`tags`, `terms`: a list for the most sensitive
+    level, or a table by level; full urns work too), replaces the built-in ones
+    (`replace_defaults = true`) or the ranking (`ranking = ["PII", "Sensitive"]`).
+
+    - A marked entity is consumed by the model's lineage as a whole: high severity at the
+      first level of the ranking, medium at the second, low below.
+    - A marked column that column-level lineage shows feeding the model is rated the same;
+      one lineage cannot tell about is one step lower (it may reach the model); one
+      column-level lineage proves does not reach the model is not reported. PII propagates
+      only along column-level lineage where that exists.
+    - Of a dataset without schema metadata, only the columns other aspects annotate
+      (`editableSchemaMetadata`, such as BigID's classifications, or `schemaField`
+      entities) are checked, and the dataset is reported as unknown.
 
     Why it matters: a model trained on personal data can memorise and leak it, and using it
     needs a legal basis (consent, purpose limitation, retention) that someone must own.
@@ -135,8 +331,9 @@ class PiiExposure:
 
     def __init__(self, config: PiiExposureConfig) -> None:
         self.config = config
-        self._tags = {_strip(value, _TAG_PREFIX).lower() for value in config.marker_tags()}
-        self._terms = {_strip(value, _TERM_PREFIX).lower() for value in config.marker_terms()}
+        self._ranking = tuple(config.ranking)
+        self._tags = _Matcher(_TAG_PREFIX, config.tag_markers())
+        self._terms = _Matcher(_TERM_PREFIX, config.term_markers())
 
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """Findings for the node and each of its columns classified as PII."""
@@ -149,62 +346,93 @@ class PiiExposure:
             return NOT_IN_CATALOG
 
         findings: list[Finding] = []
-        tags, terms = self._matching(node.tags, node.terms)
-        if tags or terms:
+        marked = self._marked(node.tags, node.terms)
+        if marked is not None:
+            level, tags, terms = marked
             message = (
                 f"{_KIND[node.entity_type]} `{node.name}` {_classification(tags, terms)} "
-                f"and is upstream of the model; {unjustified}"
+                f"(classified {self._ranking[level]}) and is upstream of the model; {unjustified}"
             )
             findings.append(
                 ctx.finding(
                     self.name,
-                    Severity.HIGH,
+                    _severity(level),
                     node,
                     None,
                     message,
-                    evidence={"tags": tags, "terms": terms},
+                    evidence={"classification": self._ranking[level], "tags": tags, "terms": terms},
                 )
             )
 
-        if node.schema is None:
-            unknown = None
-            if node.entity_type is EntityType.DATASET:
-                unknown = "no schemaMetadata: field-level PII cannot be checked"
-            return CheckOutcome(findings=tuple(findings), unknown=unknown)
+        columns: Sequence[SchemaField] = ()
+        unknown = None
+        if node.schema is not None:
+            columns = node.schema.fields
+        elif node.entity_type is EntityType.DATASET:
+            columns = node.annotated_columns
+            unknown = (
+                "no schemaMetadata: only the columns other aspects annotate were checked"
+                if columns
+                else "no schemaMetadata: field-level PII cannot be checked"
+            )
+        findings += self._columns(node, columns, ctx, unjustified)
+        return CheckOutcome(findings=tuple(findings), unknown=unknown)
 
-        for column in node.schema.fields:
-            tags, terms = self._matching(column.tags, column.terms)
-            if not (tags or terms):
+    def _columns(
+        self, node: Node, columns: Iterable[SchemaField], ctx: CheckContext, unjustified: str
+    ) -> list[Finding]:
+        findings: list[Finding] = []
+        for column in columns:
+            if not (column.tags or column.terms):
+                continue  # most columns: no lookup at all
+            marked = self._marked(column.tags, column.terms)
+            if marked is None:
                 continue
             feeds = ctx.usage.feeds(column.path)
             if feeds is False:
                 continue
+            level, tags, terms = marked
             reach = "feeds the model" if feeds else "may reach the model (lineage cannot tell)"
             message = (
-                f"column `{column.path}` {_classification(tags, terms)} and {reach}; {unjustified}"
+                f"column `{column.path}` {_classification(tags, terms)} "
+                f"(classified {self._ranking[level]}) and {reach}; {unjustified}"
             )
             findings.append(
                 ctx.finding(
                     self.name,
-                    Severity.HIGH if feeds else Severity.MEDIUM,
+                    _severity(level if feeds else level + 1),
                     node,
                     column.path,
                     message,
                     evidence={
+                        "classification": self._ranking[level],
                         "tags": tags,
                         "terms": terms,
                         "feeds_model": "yes" if feeds else "unknown",
                     },
                 )
             )
-        return CheckOutcome(findings=tuple(findings))
+        return findings
 
-    def _matching(self, tags: Iterable[Urn], terms: Iterable[Urn]) -> tuple[list[Urn], list[Urn]]:
-        """The tag and term urns among ``tags`` and ``terms`` that mark PII, sorted."""
+    def _marked(
+        self, tags: Iterable[Urn], terms: Iterable[Urn]
+    ) -> tuple[int, list[Urn], list[Urn]] | None:
+        """The most sensitive level among ``tags`` and ``terms`` and the marking ones, sorted."""
+        tag_levels = {t: self._tags.level(t) for t in tags}
+        term_levels = {t: self._terms.level(t) for t in terms}
+        levels = [v for v in (*tag_levels.values(), *term_levels.values()) if v is not None]
+        if not levels:
+            return None
         return (
-            sorted(t for t in tags if _is_named(t, _TAG_PREFIX, self._tags)),
-            sorted(t for t in terms if _is_named(t, _TERM_PREFIX, self._terms)),
+            min(levels),
+            sorted(t for t, v in tag_levels.items() if v is not None),
+            sorted(t for t, v in term_levels.items() if v is not None),
         )
+
+
+def _severity(rank: int) -> Severity:
+    """High for the most sensitive level, medium for the next, low for the rest."""
+    return _SEVERITY_BY_RANK[min(rank, len(_SEVERITY_BY_RANK) - 1)]
 
 
 def _justification(model: Node, now: datetime) -> tuple[bool, str]:
@@ -259,22 +487,25 @@ def _format_instant(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _strip(value: str, prefix: str) -> str:
-    """The name in a configured value, which may be a bare name or a full urn."""
-    return value[len(prefix) :] if value.lower().startswith(prefix.lower()) else value
-
-
-def _is_named(urn: Urn, prefix: str, names: set[str]) -> bool:
-    """Whether ``urn`` is a ``prefix`` urn whose id is one of ``names`` (lower-cased)."""
-    return urn.startswith(prefix) and urn[len(prefix) :].lower() in names
+def _strip(value: str) -> str:
+    """The name in a configured value, which may be a bare name or a full tag or term urn."""
+    for prefix in (_TAG_PREFIX, _TERM_PREFIX):
+        if value.lower().startswith(prefix.lower()):
+            return value[len(prefix) :]
+    return value
 
 
 def _classification(tags: list[Urn], terms: list[Urn]) -> str:
     """``is tagged PII, Sensitive and has glossary term Classification.Confidential``."""
     parts = []
     if tags:
-        parts.append("is tagged " + ", ".join(t[len(_TAG_PREFIX) :] for t in tags))
+        parts.append("is tagged " + ", ".join(_display(t[len(_TAG_PREFIX) :]) for t in tags))
     if terms:
         label = "glossary terms" if len(terms) > 1 else "glossary term"
-        parts.append(f"has {label} " + ", ".join(t[len(_TERM_PREFIX) :] for t in terms))
+        parts.append(f"has {label} " + ", ".join(_display(t[len(_TERM_PREFIX) :]) for t in terms))
     return " and ".join(parts)
+
+
+def _display(name: str) -> str:
+    """A tag or term id as people read it (BigID percent-encodes spaces in its urns)."""
+    return urllib.parse.unquote(name)
