@@ -1,4 +1,8 @@
-"""The demo a new user runs first, and the metadata files it ships."""
+"""The demo a new user runs first, and the metadata files it ships.
+
+The demo is harmless: it sends nothing unless asked (``--send``), runs in a new temporary home
+by default, never replaces files it did not make, and works with a read-only home.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from pathlib import Path
 
 from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import FakeSlack
+from testing.installed_cli import run_cli
 from testing.notify_world import notify_env
+from tests.cli.readonly_mount import read_only_folder
 from tests.conftest import DEMO_DATA, REPO
 
 _CREDENTIALS = ("GITHUB_TOKEN", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL", "MLCOPILOT_GITHUB_REPO")
@@ -92,3 +98,75 @@ def test_demo_sends_when_credentials_are_configured(tmp_path: Path) -> None:
     assert "Previewed" not in text
     assert len(github.issues) == 4
     assert len(slack.roots()) == 4
+
+
+def test_demo_runs_in_a_new_temporary_home_and_its_hint_stays_there(tmp_path: Path) -> None:
+    own_home = tmp_path / "my-home"  # the user's MLCOPILOT_HOME: never touched by the demo
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    ran = run_cli(own_home, "demo", env={"TMPDIR": str(temp), **_no_credentials()}, columns=400)
+    assert ran.code == 0, ran.stderr
+    (made,) = temp.iterdir()
+    assert made.name.startswith("mlcopilot-demo-")
+    assert f"Demo home: {made} (a new temporary folder" in ran.stdout
+    assert not own_home.exists()
+    hint = f"MLCOPILOT_HOME={made} mlcopilot incidents list"
+    assert hint in ran.stdout
+    # The hint's command reads the demo's incidents, not the user's (empty) state.
+    listed = run_cli(made, "incidents", "list", "--format", "json")
+    assert listed.code == 0, listed.stderr
+    assert len(listed.json()) == 4
+
+
+def test_demo_refuses_a_home_that_holds_other_files(tmp_path: Path) -> None:
+    real = tmp_path / "real-home"
+    real.mkdir()
+    (real / "catalog.db").write_bytes(b"a real catalog")
+    (real / "state.db").write_bytes(b"a real history")
+    ran = run_cli(tmp_path, "demo", "--home", str(real), env=_no_credentials(), columns=400)
+    assert ran.code == 2
+    assert f"--home {real}: the folder holds files no demo made" in ran.stderr
+    assert (real / "catalog.db").read_bytes() == b"a real catalog"
+    assert (real / "state.db").read_bytes() == b"a real history"
+    assert sorted(p.name for p in real.iterdir()) == ["catalog.db", "state.db"]
+
+
+def test_demo_reuses_its_own_home_and_removes_only_its_files(tmp_path: Path) -> None:
+    home = tmp_path / "demo"
+    assert run_cli(tmp_path, "demo", "--home", str(home), env=_no_credentials()).code == 0
+    keep = home / "notes.txt"
+    keep.write_text("mine", encoding="utf-8")
+    (home / "notifications" / "mine.json").write_text("{}", encoding="utf-8")
+    again = run_cli(tmp_path, "demo", "--home", str(home), env=_no_credentials(), columns=400)
+    assert again.code == 0, again.stderr
+    assert "an earlier demo's folder, made afresh" in again.stdout
+    assert keep.read_text(encoding="utf-8") == "mine"
+    assert (home / "notifications" / "mine.json").exists()
+
+
+def test_demo_sends_nothing_without_send_even_with_credentials(tmp_path: Path) -> None:
+    github, slack = FakeGitHub(), FakeSlack()
+    with github.running(), slack.running():
+        env = notify_env(github, slack, MLCOPILOT_TEST_WRITE_SPACING="0")
+        ran = run_cli(tmp_path, "demo", "--home", str(tmp_path / "d1"), env=env, columns=400)
+        assert ran.code == 0, ran.stderr
+        assert "the demo sends nothing without --send" in ran.stderr
+        assert "Previewed, not sent" in ran.stdout
+        assert len(github.issues) == 0
+        assert len(slack.roots()) == 0
+        sent = run_cli(tmp_path, "demo", "--home", str(tmp_path / "d2"), "--send", env=env)
+        assert sent.code == 0, sent.stderr
+    assert len(github.issues) == 4
+    assert len(slack.roots()) == 4
+
+
+def test_demo_runs_with_a_read_only_mlcopilot_home(tmp_path: Path) -> None:
+    with read_only_folder(tmp_path / "ro") as home:
+        ran = run_cli(home, "demo", env={"TMPDIR": str(tmp_path), **_no_credentials()})
+        assert ran.code == 0, ran.stderr
+        assert "Resolved:" in ran.stdout
+
+
+def _no_credentials() -> dict[str, str]:
+    # run_cli starts from os.environ: blank out any credential the machine may have.
+    return dict.fromkeys(_CREDENTIALS, "")
