@@ -187,6 +187,7 @@ class Relay:
                         f"the relay run reached its deadline ({_span(now - started)}); rows "
                         "still due go out with the next run (`mlcopilot outbox deliver`)"
                     )
+                    report.pending_left = True
                     log.warning("outbox: %s", report.stopped)
                 break
             item = None
