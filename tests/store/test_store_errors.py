@@ -171,3 +171,15 @@ def test_a_write_while_another_process_writes_fails_in_one_line(tmp_path: Path) 
             "another process is writing to it: try again"
         )
         assert store.baselines("urn:li:mlModel:m") == []
+
+
+def test_only_a_recording_open_sets_up_a_new_database(store_url: str) -> None:
+    # An empty PostgreSQL schema, like a SQLite file that is not there: nothing recorded yet.
+    for create, read_only in ((False, False), (True, True)):
+        with pytest.raises(MissingStore, match="run `mlcopilot scan` first"):
+            open_store(store_url, create=create, read_only=read_only)
+    open_store(store_url).close()  # a scan creates it
+    for create, read_only in ((False, False), (True, True)):
+        with open_store(store_url, create=create, read_only=read_only) as store:
+            assert store.incidents() == []
+            assert store.last_scan_at() is None
