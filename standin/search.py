@@ -365,8 +365,8 @@ def incidents_on(ctx: Catalog, urn: str, args: Json) -> Json:
     found = []
     for incident in sorted({e.src for e in edges}):
         info = ctx.aspect(incident, "incidentInfo")
-        if info is None:
-            continue
+        if info is None or (ctx.aspect(incident, "status") or {}).get("removed"):
+            continue  # the search index GMS filters by leaves soft-deleted incidents out
         status = info.get("status") or {}
         if args.get("state") and status.get("state") != args["state"]:
             continue

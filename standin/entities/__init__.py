@@ -17,6 +17,7 @@ from standin.entities.ml import (
     MLModelGroup,
     MLPrimaryKey,
 )
+from standin.entities.quality import Assertion
 from standin.entities.refs import (
     Container,
     CorpGroup,
@@ -62,6 +63,7 @@ _CLASSES: dict[str, type[Node]] = {
         StructuredPropertyEntity,
         Incident,
         Document,
+        Assertion,
     )
 }
 

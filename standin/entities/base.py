@@ -247,14 +247,21 @@ class Node:
         return search.incidents_on(self._ctx, self.urn, args)
 
     def health(self, _info: Any, **_: Any) -> list[Json]:
+        """As GMS's ``EntityHealthResolver``: incidents first, then assertions (if any ran)."""
+        from standin.entities import quality  # quality's Assertion extends this class
+
         active = search.incidents_on(self._ctx, self.urn, {"state": "ACTIVE", "count": 0})["total"]
-        if not active:
-            return []
-        return [
+        healths: list[Json] = [
             {
                 "type": "INCIDENTS",
                 "status": "FAIL",
-                "message": f"{active} active incident{'s' if active != 1 else ''}",
-                "causes": [],
+                "message": f"{active} active incident{'s' if active > 1 else ''}",
+                "causes": ["ACTIVE_INCIDENTS"],
             }
+            if active
+            else {"type": "INCIDENTS", "status": "PASS", "message": None, "causes": None}
         ]
+        assertions = quality.assertions_health(self._ctx, self.urn)
+        if assertions is not None:
+            healths.append(assertions)
+        return healths

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from standin.entities import quality
 from standin.entities.base import Json, Node, custom_properties, fabric
 
 _FIELD_TYPES = {
@@ -179,6 +180,9 @@ class Dataset(Node):
             }
             for p in self._timeseries("datasetProfile", args)
         ]
+
+    def assertions(self, _info: Any, **args: Any) -> Json:
+        return quality.entity_assertions(self._ctx, self.urn, args)
 
     def viewProperties(self, _info: Any, **_: Any) -> Json | None:
         value = self._a("viewProperties")

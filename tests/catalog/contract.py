@@ -17,6 +17,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import OwnerClass, OwnershipClass, OwnershipTypeClass
 
 from mlcopilot.model import (
+    AssertionState,
     ColumnEdge,
     DocumentWrite,
     Edge,
@@ -50,6 +51,16 @@ from testing.builders import (
     training_run,
     training_run_urn,
 )
+from tests.catalog.signals import (
+    assertion_urn,
+    dbt_test,
+    freshness_assertion,
+    ge_expectation,
+    incident,
+    incident_urn,
+    removed,
+    run,
+)
 
 MakeCatalog = Callable[[Sequence[MetadataChangeProposalWrapper]], Catalog]
 
@@ -64,6 +75,11 @@ RISK = property_urn("io.mlcopilot.risk")
 
 def edges_of(catalog: Catalog, urn: str) -> set[Edge]:
     return set(catalog.upstream([urn]))
+
+
+def by_urn(states: tuple[AssertionState, ...] | None) -> dict[str, AssertionState]:
+    assert states is not None
+    return {a.urn: a for a in states}
 
 
 class CatalogContract:
@@ -370,6 +386,98 @@ class CatalogContract:
         node = catalog.nodes([MODEL])[MODEL]
         assert node.tags == {tag_urn("Tier1")}
         assert dict(node.structured_properties) == {"io.x.owner": ("ml",)}
+
+    # --- DataHub's own quality signals ------------------------------------------------------
+
+    def test_assertions_with_their_latest_run_by_time(self, make_catalog: MakeCatalog) -> None:
+        t1, t2, t3 = T0, T0 + timedelta(hours=1), T0 + timedelta(hours=2)
+        catalog = make_catalog(
+            [
+                *dataset("raw.customers", fields=[("email", "string"), ("id", "long")]),
+                *dbt_test("email_not_null", RAW, column="email"),
+                # Written newest first: the last one written is not the latest run.
+                *run("email_not_null", RAW, t3, "FAILURE", severity="HIGH", unexpected=7,
+                     native={"message": "7 rows are null"}, url="https://ci.example/run/3"),
+                *run("email_not_null", RAW, t1, "SUCCESS"),
+                *ge_expectation("rows", RAW),
+                *run("rows", RAW, t1, "FAILURE"),
+                *run("rows", RAW, t2, "SUCCESS"),  # a later pass: recovered
+                *dbt_test("id_unique", RAW, column="id", test_name="unique"),  # never ran
+                *freshness_assertion("fresh", RAW, hours=6),
+                *run("fresh", RAW, t2, "ERROR"),
+            ]
+        )  # fmt: skip
+        assertions = by_urn(catalog.nodes([RAW])[RAW].assertions)
+        assert set(assertions) == {
+            assertion_urn(n) for n in ("email_not_null", "rows", "id_unique", "fresh")
+        }
+        email = assertions[assertion_urn("email_not_null")]
+        assert (email.type, email.entity, email.fields) == ("CUSTOM", RAW, ("email",))
+        assert email.platform == "urn:li:dataPlatform:dbt"
+        assert email.source_type == "EXTERNAL"
+        assert email.native_type == "not_null_email"
+        assert email.last_run is not None
+        assert (email.last_run.result, email.last_run.at) == ("FAILURE", t3)
+        assert email.last_run.severity == "HIGH"
+        assert email.last_run.unexpected_count == 7
+        assert dict(email.last_run.native_results) == {"message": "7 rows are null"}
+        assert email.last_run.external_url == "https://ci.example/run/3"
+        rows = assertions[assertion_urn("rows")]
+        assert rows.fields == ()
+        assert rows.platform == "urn:li:dataPlatform:great-expectations"
+        assert rows.last_run is not None
+        assert (rows.last_run.result, rows.last_run.at) == ("SUCCESS", t2)
+        assert assertions[assertion_urn("id_unique")].last_run is None
+        fresh = assertions[assertion_urn("fresh")]
+        assert fresh.type == "FRESHNESS"
+        assert fresh.is_freshness
+        assert fresh.schedule is not None
+        assert fresh.schedule.interval == timedelta(hours=6)
+        assert fresh.last_run is not None
+        assert fresh.last_run.result == "ERROR"
+
+    def test_no_assertions_is_known_empty(self, make_catalog: MakeCatalog) -> None:
+        catalog = make_catalog(
+            [
+                *dataset("raw.customers", fields=[("id", "long")]),
+                *dbt_test("gone", RAW, column="id"),
+                *run("gone", RAW, T0, "FAILURE"),
+                *removed(assertion_urn("gone")),  # soft-deleted: DataHub lists it no more
+                *dataset("clean.customers", fields=[("id", "long")]),
+            ]
+        )
+        nodes = catalog.nodes([RAW, CLEAN])
+        assert nodes[RAW].assertions == ()
+        assert nodes[CLEAN].assertions == ()
+        assert nodes[RAW].incidents == ()
+
+    def test_active_incidents_naming_the_entity(self, make_catalog: MakeCatalog) -> None:
+        catalog = make_catalog(
+            [
+                *dataset("raw.customers", fields=[("id", "long")]),
+                *dataset("clean.customers", fields=[("id", "long")]),
+                *incident("late", [RAW], title="Orders late", priority=0, created=T0),
+                *incident("fixed", [RAW], active=False, created=T0),
+                *incident("both", [RAW, CLEAN], title="Bad load", priority=None,
+                          created=T0 + timedelta(days=1), incident_type="VOLUME",
+                          from_assertion="rows"),
+            ]
+        )  # fmt: skip
+        nodes = catalog.nodes([RAW, CLEAN])
+        raw = nodes[RAW].incidents
+        assert raw is not None
+        assert [i.urn for i in raw] == [incident_urn("both"), incident_urn("late")]
+        late = raw[1]
+        assert (late.type, late.title, late.priority, late.state) == (
+            "OPERATIONAL", "Orders late", 0, "ACTIVE"
+        )  # fmt: skip
+        assert (late.stage, late.source_type, late.source_urn) == ("INVESTIGATION", "MANUAL", None)
+        assert late.started_at == T0
+        assert late.created_at == T0
+        both = raw[0]
+        assert (both.type, both.priority, both.source_type) == ("VOLUME", None, "ASSERTION_FAILURE")
+        assert both.source_urn == assertion_urn("rows")
+        assert [i.urn for i in nodes[CLEAN].incidents or ()] == [incident_urn("both")]
 
     # --- upstream() ----------------------------------------------------------------------
 

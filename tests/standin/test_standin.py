@@ -361,7 +361,7 @@ def test_mutations_tags_properties_and_incidents(server: StandIn) -> None:
     assert g.execute_graphql(resolve, {"u": incident})["updateIncidentStatus"] is True
     data = g.execute_graphql(ENTITIES_QUERY, {"urns": [sn.CURATED]})["entities"][0]
     assert data["incidents"]["total"] == 0
-    assert data["health"] == []
+    assert data["health"] == [{"type": "INCIDENTS", "status": "PASS", "message": None}]
     bad = {
         "i": {
             "assetUrn": sn.MODEL,

@@ -52,12 +52,16 @@ from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_fie
 
 from mlcopilot.errors import CatalogError
 from mlcopilot.model import (
+    AssertionRun,
+    AssertionState,
     ColumnEdge,
     Deprecation,
     DocumentWrite,
     Edge,
     EdgeKind,
     EntityType,
+    FreshnessSchedule,
+    IncidentSignal,
     IncidentWrite,
     Node,
     PropertyWrite,
@@ -172,6 +176,8 @@ def node_from_aspects(
     *,
     updates: Iterable[int] | None = None,
     related: Mapping[Urn, Aspects] | None = None,
+    assertions: tuple[AssertionState, ...] | None = None,
+    incidents: tuple[IncidentSignal, ...] | None = None,
 ) -> Node:
     """Translate one entity's current aspects into a :class:`~mlcopilot.model.Node`.
 
@@ -183,6 +189,12 @@ def node_from_aspects(
             ``datasetProperties`` versions); None when the backend read no history.
         related: Aspects of other entities the translation consults: a model's training jobs
             (``dataProcessInstanceProperties``) date the model when it has no date itself.
+        assertions: The assertions on it (:func:`assertion_from_aspects`), which live on
+            other entities; None when the backend cannot tell. Kept only for an entity that
+            exists and is of :data:`ASSERTION_ENTITY_TYPES`, so every backend says the same.
+        incidents: The active incidents naming it (:func:`incident_from_info`); None when the
+            backend cannot tell. Kept only for an entity that exists and is of
+            :data:`INCIDENT_ENTITY_TYPES`.
 
     Returns:
         The node. Metadata the aspects do not carry stays None or empty; nothing is invented.
@@ -219,6 +231,10 @@ def node_from_aspects(
         trained_at=_trained_at(aspects, related or {})
         if entity_type is EntityType.ML_MODEL
         else None,
+        assertions=assertions
+        if entity_type in ASSERTION_ENTITY_TYPES and exists(aspects)
+        else None,
+        incidents=incidents if entity_type in INCIDENT_ENTITY_TYPES and exists(aspects) else None,
     )
 
 
@@ -688,6 +704,273 @@ def _unwrap(value: Any) -> Any:
 
 def _unique(items: Iterable[_T]) -> list[_T]:
     return list(dict.fromkeys(items))
+
+
+# --- DataHub's own quality signals: assertions and incidents -------------------------------
+
+ASSERTION_ENTITY_TYPES = frozenset({EntityType.DATASET})
+"""The entity types whose assertions every backend reads: DataHub's GraphQL has
+``assertions`` on datasets only (and GMS nothing on an entity without aspects)."""
+INCIDENT_ENTITY_TYPES = frozenset({EntityType.DATASET, EntityType.DATA_JOB})
+"""The entity types whose incidents every backend reads: of the types the walk reaches,
+DataHub's GraphQL has ``incidents`` on these only."""
+ASSERTION_ASPECTS = ("assertionInfo", "dataPlatformInstance", "status")
+"""The aspects of an assertion entity :func:`assertion_from_aspects` reads."""
+ASSERTION_RUN_EVENT = "assertionRunEvent"
+"""The timeseries aspect of an assertion's runs."""
+
+_ASSERTION_TARGETS = (
+    # (sub-record, the key naming its entity): the current shapes and the older ones
+    ("datasetAssertion", "dataset"),
+    ("freshnessAssertion", "entity"),
+    ("volumeAssertion", "entity"),
+    ("sqlAssertion", "entity"),
+    ("fieldAssertion", "entity"),
+    ("schemaAssertion", "entity"),
+    ("customAssertion", "entity"),
+)
+_DBT_FRESHNESS = "dbt_freshness_test"
+"""The custom property dbt ingestion marks its source-freshness assertions with."""
+
+
+def assertion_entity(info: Mapping[str, Any]) -> Urn | None:
+    """The entity an ``assertionInfo`` asserts on (a column's dataset for a column's urn).
+
+    Read from the sub-record of its type (``datasetAssertion.dataset``,
+    ``freshnessAssertion.entity``, ``customAssertion.entity``, …), else ``entityUrn``.
+    """
+    for record, key in _ASSERTION_TARGETS:
+        target = _get(info, record, key)
+        if isinstance(target, str) and target:
+            return _dataset_of(target)
+    target = info.get("entityUrn")
+    return _dataset_of(target) if isinstance(target, str) and target else None
+
+
+def _dataset_of(urn: Urn) -> Urn:
+    field = _schema_field(urn) if urn.startswith(_SCHEMA_FIELD_PREFIX) else None
+    return sys.intern(field[0] if field is not None else urn)
+
+
+def assertion_fields(info: Mapping[str, Any]) -> tuple[str, ...]:
+    """The columns (simple field paths) an ``assertionInfo`` covers; empty for the whole entity.
+
+    From ``datasetAssertion.fields`` and ``customAssertion.field``/``fields`` (schemaField
+    urns), ``fieldAssertion`` (its field spec's ``path``, or ``fieldPath``) and any target
+    that is itself a column's urn.
+    """
+    paths: list[str] = []
+    urns: list[object] = []
+    urns += _get(info, "datasetAssertion", "fields") or []
+    urns.append(_get(info, "customAssertion", "field"))
+    urns += _get(info, "customAssertion", "fields") or []
+    urns += [_get(info, record, key) for record, key in _ASSERTION_TARGETS]
+    urns.append(info.get("entityUrn"))
+    for urn in urns:
+        if isinstance(urn, str) and urn.startswith(_SCHEMA_FIELD_PREFIX):
+            field = _schema_field(urn)
+            if field is not None:
+                paths.append(field[1])
+    for raw in (
+        _get(info, "fieldAssertion", "fieldValuesAssertion", "field", "path"),
+        _get(info, "fieldAssertion", "fieldMetricAssertion", "field", "path"),
+        _get(info, "fieldAssertion", "fieldPath"),
+    ):
+        if isinstance(raw, str) and raw:
+            paths.append(sys.intern(simple_field_path(raw)))
+    return tuple(dict.fromkeys(paths))
+
+
+def latest_run(events: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The completed run with the newest ``timestampMillis``; of two at once, the later one.
+
+    ``events`` come in write order (Lite's versions); write order is not time order, as
+    connectors backfill. Runs not ``COMPLETE`` have no verdict and are skipped, as DataHub's
+    own ``runEvents(status: COMPLETE)``.
+    """
+    best: Mapping[str, Any] | None = None
+    best_at = -1
+    for event in events:
+        if not isinstance(event, Mapping) or event.get("status") != "COMPLETE":
+            continue
+        at = event.get("timestampMillis")
+        stamp = at if isinstance(at, int) and not isinstance(at, bool) else 0
+        if stamp >= best_at:
+            best, best_at = event, stamp
+    return best
+
+
+def assertion_run(event: Mapping[str, Any]) -> AssertionRun | None:
+    """An ``assertionRunEvent`` as an :class:`~mlcopilot.model.AssertionRun`; None undated.
+
+    A complete run without a result counts as ``INIT`` (no verdict).
+    """
+    at = ms_to_datetime(event.get("timestampMillis"))
+    if at is None:
+        return None
+    result = _record(event.get("result"))
+    error = _record(result.get("error"))
+    kind = result.get("type")
+    return AssertionRun(
+        result=kind if isinstance(kind, str) and kind else "INIT",
+        at=at,
+        severity=_str_or_none(result.get("severity")),
+        native_results=_string_map(result.get("nativeResults")),
+        external_url=_str_or_none(result.get("externalUrl")),
+        run_id=_text(event.get("runId")),
+        row_count=_int_or_none(result.get("rowCount")),
+        unexpected_count=_int_or_none(result.get("unexpectedCount")),
+        missing_count=_int_or_none(result.get("missingCount")),
+        actual_value=_float_or_none(result.get("actualAggValue")),
+        error_type=_str_or_none(error.get("type")),
+    )
+
+
+def assertion_from_aspects(
+    urn: Urn, aspects: Aspects, run: Mapping[str, Any] | None
+) -> AssertionState | None:
+    """One assertion entity as an :class:`~mlcopilot.model.AssertionState`.
+
+    Args:
+        urn: The assertion.
+        aspects: Its aspects (:data:`ASSERTION_ASPECTS`).
+        run: Its latest completed run (:func:`latest_run`), if any.
+
+    Returns:
+        None for an assertion DataHub would not list: soft-deleted, without ``assertionInfo``
+        or naming no entity (neither in its info nor as the run's ``asserteeUrn``).
+    """
+    info = aspects.get("assertionInfo")
+    if not isinstance(info, Mapping) or is_removed(aspects):
+        return None
+    entity = assertion_entity(info)
+    if entity is None and run is not None and isinstance(run.get("asserteeUrn"), str):
+        entity = _dataset_of(run["asserteeUrn"])
+    if entity is None:
+        return None
+    kind = _text(info.get("type")) or "CUSTOM"
+    custom = info.get("customProperties")
+    props = {str(k): str(v) for k, v in custom.items()} if isinstance(custom, Mapping) else {}
+    platform = _get(aspects, "dataPlatformInstance", "platform")
+    return AssertionState(
+        urn=urn,
+        type=kind,
+        entity=entity,
+        fields=assertion_fields(info),
+        description=_text(info.get("description")).strip(),
+        native_type=_native_type(info),
+        source_type=_str_or_none(_get(info, "source", "type")),
+        platform=platform if isinstance(platform, str) and platform else None,
+        external_url=_str_or_none(info.get("externalUrl")),
+        custom_properties=props,
+        last_run=assertion_run(run) if run is not None else None,
+        schedule=_freshness_schedule(info, props),
+    )
+
+
+def _native_type(info: Mapping[str, Any]) -> str:
+    """GE's expectation, dbt's test name, or a custom assertion's own type."""
+    for record in ("datasetAssertion", "customAssertion"):
+        native = _get(info, record, "nativeType")
+        if isinstance(native, str) and native:
+            return native
+    custom = _get(info, "customAssertion", "type")
+    return custom if isinstance(custom, str) else ""
+
+
+def _freshness_schedule(
+    info: Mapping[str, Any], props: Mapping[str, str]
+) -> FreshnessSchedule | None:
+    raw = _get(info, "freshnessAssertion", "schedule")
+    if isinstance(raw, Mapping) and isinstance(raw.get("type"), str):
+        cron = _record(raw.get("cron"))
+        fixed = _record(raw.get("fixedInterval"))
+        offset = _int_or_none(cron.get("windowStartOffsetMs"))
+        return FreshnessSchedule(
+            type=raw["type"],
+            cron=_str_or_none(cron.get("cron")),
+            timezone=_str_or_none(cron.get("timezone")),
+            window_start_offset=None if offset is None else timedelta(milliseconds=offset),
+            unit=_str_or_none(fixed.get("unit")),
+            multiple=_int_or_none(fixed.get("multiple")),
+        )
+    if props.get(_DBT_FRESHNESS, "").lower() != "true":
+        return None
+    # dbt's source freshness: stale past error_after (warn_after when only that is set).
+    for bound in ("error_after", "warn_after"):
+        count = props.get(f"{bound}_count", "")
+        period = props.get(f"{bound}_period", "")
+        if count.isdigit() and int(count) > 0 and period:
+            return FreshnessSchedule(
+                type="FIXED_INTERVAL", unit=period.upper(), multiple=int(count)
+            )
+    return None
+
+
+def incident_entities(info: Mapping[str, Any]) -> list[Urn]:
+    """The entities an ``incidentInfo`` names."""
+    return [sys.intern(u) for u in info.get("entities") or [] if isinstance(u, str) and u]
+
+
+def incident_from_info(
+    urn: Urn, info: Mapping[str, Any], aspects: Aspects | None = None
+) -> IncidentSignal | None:
+    """An ACTIVE incident as an :class:`~mlcopilot.model.IncidentSignal`; None otherwise.
+
+    Args:
+        urn: The incident.
+        info: Its ``incidentInfo``.
+        aspects: All its aspects, when at hand: a soft-deleted incident is not listed.
+    """
+    status = _record(info.get("status"))
+    if status.get("state") != "ACTIVE" or (aspects is not None and is_removed(aspects)):
+        return None
+    source = _record(info.get("source"))
+    priority = _int_or_none(info.get("priority"))
+    return IncidentSignal(
+        urn=urn,
+        type=_text(info.get("type")) or "CUSTOM",
+        title=_text(info.get("title")),
+        description=_text(info.get("description")),
+        custom_type=_str_or_none(info.get("customType")),
+        priority=priority,
+        state="ACTIVE",
+        stage=_str_or_none(status.get("stage")),
+        source_type=_str_or_none(source.get("type")),
+        source_urn=_str_or_none(source.get("sourceUrn")),
+        started_at=ms_to_datetime(info.get("startedAt")),
+        created_at=ms_to_datetime(_get(info, "created", "time")),
+    )
+
+
+def _record(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else _NO_EDIT
+
+
+def _string_map(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _str_or_none(value: object) -> str | None:
+    value = _unwrap(value)
+    return value if isinstance(value, str) and value else None
+
+
+def _int_or_none(value: object) -> int | None:
+    value = _unwrap(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def _float_or_none(value: object) -> float | None:
+    value = _unwrap(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 # --- writing -------------------------------------------------------------------------------

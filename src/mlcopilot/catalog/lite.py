@@ -18,6 +18,7 @@ import sqlite3
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,30 @@ from mlcopilot.catalog.lite_writer import TIMESERIES, LiteWriter, Outcome, Trans
 from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import CatalogError
 from mlcopilot.lineage import walk_upstream
-from mlcopilot.model import Edge, Lineage, Node, Schema, Urn, Write
+from mlcopilot.model import (
+    AssertionState,
+    Edge,
+    IncidentSignal,
+    Lineage,
+    Node,
+    Schema,
+    Urn,
+    Write,
+)
 from mlcopilot.protocols import WalkLimits
 
 _BATCH = 500  # urns per IN (...) query, well under SQLite's bound-parameter limit
 _MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
+_ASSERTION_URNS = "urn:li:assertion:*"  # a prefix GLOB: SQLite reads just that range of urns
+_INCIDENT_URNS = "urn:li:incident:*"
+_LATEST_RUNS = (
+    # Each assertion's completed run with the newest timestampMillis, the last loaded of a
+    # tie: Lite's own sink leaves the last *written* event in v0, and that is not the newest.
+    "SELECT urn, metadata FROM (SELECT urn, metadata, ROW_NUMBER() OVER (PARTITION BY urn "
+    "ORDER BY json_extract(metadata, '$.timestampMillis') DESC, version DESC) AS newest "
+    "FROM metadata_aspect_v2 WHERE urn GLOB ? AND aspect_name = ? AND version > 0 "
+    "AND json_extract(metadata, '$.status') = 'COMPLETE') WHERE newest = 1"
+)
 
 _Aspects = dict[Urn, dict[str, ax.JsonObject]]
 _WRITE_PRAGMAS = {"journal_mode": "WAL", "synchronous": "NORMAL"}
@@ -63,6 +83,8 @@ class LiteCatalog(ClosedOnExit):
         """Each read entity's own upstream edges (declared by its aspects)."""
         self._read_at: tuple[int, int] | None = None
         """(connection, ``data_version``) the kept nodes and edges were read at."""
+        self._signals: _Signals | None = None
+        """Assertions and active incidents by the entity they name (built once, see there)."""
 
     @property
     def label(self) -> str:
@@ -346,9 +368,16 @@ class LiteCatalog(ClosedOnExit):
         related: Mapping[Urn, ax.Aspects] = (
             self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
         )
+        signals = self._signal_index()
         for urn in urns:
             aspects = found.get(urn, {})
-            self._nodes[urn] = ax.node_from_aspects(urn, aspects, related=related)
+            self._nodes[urn] = ax.node_from_aspects(
+                urn,
+                aspects,
+                related=related,
+                assertions=signals.assertions.get(urn, ()),
+                incidents=signals.incidents.get(urn, ()),
+            )
             self._edges[urn] = ax.edges_from_aspects(urn, aspects)
 
     def _check_current(self) -> None:
@@ -363,6 +392,7 @@ class LiteCatalog(ClosedOnExit):
 
     def _forget(self) -> None:
         self._reverse = None
+        self._signals = None
         self._nodes = {}
         self._edges = {}
         self._read_at = None
@@ -400,6 +430,50 @@ class LiteCatalog(ClosedOnExit):
                     index.setdefault(edge.downstream, []).append(edge)
             self._reverse = index
         return self._reverse
+
+    def _signal_index(self) -> _Signals:
+        """Every assertion and active incident, by the entity it names; built once.
+
+        Lite has no ``Asserts`` or ``IncidentOn`` edge to follow, so the join is made here:
+        an assertion names its entity in ``assertionInfo`` (else its run's ``asserteeUrn``),
+        an incident in ``incidentInfo.entities``. Three range reads, whatever the walk asks.
+        """
+        if self._signals is not None:
+            return self._signals
+        names = list(ax.ASSERTION_ASPECTS)
+        held = self._read(
+            f"urn GLOB ? AND aspect_name IN ({','.join('?' * len(names))})",
+            [_ASSERTION_URNS, *names],
+        )
+        runs: dict[Urn, ax.JsonObject] = {}
+        with self._errors():
+            query = self._handle().sqlite_client.execute(
+                _LATEST_RUNS, (_ASSERTION_URNS, ax.ASSERTION_RUN_EVENT)
+            )
+            for urn, metadata in query:
+                event = json.loads(metadata)
+                if isinstance(event, dict):
+                    runs[urn] = event
+        assertions: dict[Urn, list[AssertionState]] = {}
+        for urn in sorted(held):
+            state = ax.assertion_from_aspects(urn, held[urn], runs.get(urn))
+            if state is not None:
+                assertions.setdefault(state.entity, []).append(state)
+        incidents: dict[Urn, list[IncidentSignal]] = {}
+        raised = self._read(
+            "urn GLOB ? AND aspect_name IN (?, ?)", [_INCIDENT_URNS, "incidentInfo", "status"]
+        )
+        for urn in sorted(raised):
+            info = raised[urn].get("incidentInfo")
+            signal = ax.incident_from_info(urn, info, raised[urn]) if info else None
+            if signal is not None:
+                for entity in dict.fromkeys(ax.incident_entities(info or {})):
+                    incidents.setdefault(entity, []).append(signal)
+        self._signals = _Signals(
+            assertions={e: tuple(found) for e, found in assertions.items()},
+            incidents={e: tuple(found) for e, found in incidents.items()},
+        )
+        return self._signals
 
     def _read(self, where: str, params: Sequence[Any]) -> _Aspects:
         # Lite's public get() reads one urn per query; a lineage level or the reverse index
@@ -512,6 +586,14 @@ class LiteCatalog(ClosedOnExit):
                 yield
         except sqlite3.Error as exc:
             raise CatalogError(f"{self.label}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Signals:
+    """DataHub's own quality signals by the entity they name (see ``_signal_index``)."""
+
+    assertions: Mapping[Urn, tuple[AssertionState, ...]]
+    incidents: Mapping[Urn, tuple[IncidentSignal, ...]]
 
 
 class _ImmutableLite(TransactionalLite):

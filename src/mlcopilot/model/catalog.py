@@ -252,13 +252,15 @@ class Node:
     """For an ML model: when it was trained (``mlModelProperties.date``, ``created`` or the
     training runs' times); the baseline for schema drift is the upstream schema as of then."""
     assertions: tuple[AssertionState, ...] | None = None
-    """DataHub assertions on the entity or its columns, each with its latest run: empty when
-    there are none, None when the backend cannot tell (``datahub:`` and ``mcp:`` read them
-    for datasets only, as DataHub's GraphQL has them on datasets only)."""
+    """DataHub assertions on the entity or its columns, each with its latest run, by urn:
+    empty when there are none, None when the catalog cannot tell. Every backend reads them
+    for datasets in the catalog (DataHub's GraphQL has them on datasets only) and for
+    nothing else, so all say the same."""
     incidents: tuple[IncidentSignal, ...] | None = None
-    """The ACTIVE DataHub incidents naming the entity (resolved ones are not read): empty when
-    there are none, None when the backend cannot tell (``datahub:`` and ``mcp:`` read them for
-    datasets and data jobs, the types DataHub's GraphQL has ``incidents`` on)."""
+    """The ACTIVE DataHub incidents naming the entity, by urn (resolved ones are not read):
+    empty when there are none, None when the catalog cannot tell. Every backend reads them
+    for datasets and data jobs in the catalog (the types the walk reaches that DataHub's
+    GraphQL has ``incidents`` on) and for nothing else."""
     update_times: tuple[datetime, ...] | None = None
     """For a dataset: when its data changed, oldest first, distinct, at most the newest
     :data:`UPDATE_HISTORY` (its ``operation`` events' ``lastUpdatedTimestamp`` and the

@@ -46,7 +46,9 @@ from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
+    AssertionState,
     Edge,
+    IncidentSignal,
     Lineage,
     Node,
     Schema,
@@ -175,6 +177,10 @@ class Identity:
 # --- the catalog ----------------------------------------------------------------------------
 
 
+_RawAssertion = tuple[Urn, dict[str, ax.JsonObject], ax.JsonObject | None]
+"""One assertion as read: its urn, raw aspects and latest completed run (aspect JSON)."""
+
+
 @dataclass(slots=True)
 class _Bundle:
     """One entity as read: its aspects and who points at it (for the reverse hops)."""
@@ -184,6 +190,11 @@ class _Bundle:
     """Jobs and training runs that write it (incoming ``Produces``)."""
     tables: list[Urn] = field(default_factory=list)
     """Feature tables that contain it (incoming ``Contains``)."""
+
+    assertions: list[_RawAssertion] | None = None
+    """A dataset's assertions as read (GraphQL has them on datasets only); None: not read."""
+    incidents: list[tuple[Urn, ax.JsonObject]] | None = None
+    """Its active incidents as ``incidentInfo`` JSON (datasets and jobs); None: not read."""
 
     upstream: list[Edge] | None = None
     """Its edges once worked out (the walk asks for them more than once)."""
@@ -313,7 +324,7 @@ class DataHubCatalog(ClosedOnExit):
             jobs = {job for b in bundles.values() for job in ax.training_jobs(b.aspects)}
             related = {u: b.aspects for u, b in self._bundles(sorted(jobs)).items()}
             for urn in todo:
-                self._nodes[urn] = _node(urn, bundles[urn].aspects, related)
+                self._nodes[urn] = _node(urn, bundles[urn], related)
         return {urn: self._nodes[urn] for urn in urns}
 
     def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
@@ -599,7 +610,7 @@ class DataHubCatalog(ClosedOnExit):
                 if parts[urn] == 0 and not ax.training_jobs(aspects):
                     # A failure is reported by nodes(), if the entity is ever asked for.
                     with suppress(CatalogError):
-                        self._nodes[urn] = _node(urn, aspects, {})
+                        self._nodes[urn] = _node(urn, bundles[urn], {})
         return bundles
 
     def _graphql_batch(self, urns: Sequence[Urn]) -> list[tuple[Urn, _Bundle]]:
@@ -616,8 +627,52 @@ class DataHubCatalog(ClosedOnExit):
                 bundle.aspects["operation"] = operation
             bundle.producers = self._related(urn, entity.get("producers"), q.PRODUCES)
             bundle.tables = self._related(urn, entity.get("tables"), q.CONTAINS)
+            if "assertions" in entity:
+                bundle.assertions = self._assertions(urn, entity.get("assertions"))
+            if "incidents" in entity:
+                bundle.incidents = self._incidents(urn, entity.get("incidents"))
             result.append((urn, bundle))
         return result
+
+    def _assertions(self, urn: Urn, page: object) -> list[_RawAssertion]:
+        """A dataset's assertions with their latest runs, following further pages."""
+        found: list[_RawAssertion] = []
+        pages = self._pages(urn, page, "assertions", "mlcopilotAssertions", "assertionStart")
+        for item in pages:
+            if isinstance(item, Mapping) and isinstance(item.get("urn"), str):
+                found.append(
+                    (
+                        item["urn"],
+                        _raw_aspects(item["urn"], item.get("aspects")),
+                        _run_event(item.get("runEvents")),
+                    )
+                )
+        return found
+
+    def _incidents(self, urn: Urn, page: object) -> list[tuple[Urn, ax.JsonObject]]:
+        """An entity's active incidents as ``incidentInfo`` JSON, following further pages."""
+        return [
+            (item["urn"], _incident_info(item))
+            for item in self._pages(urn, page, "incidents", "mlcopilotIncidents", "incidentStart")
+            if isinstance(item, Mapping) and isinstance(item.get("urn"), str)
+        ]
+
+    def _pages(
+        self, urn: Urn, page: object, key: str, operation: str, start_variable: str
+    ) -> Iterator[object]:
+        """The items of a ``{start count total <key>}`` page and of the pages after it."""
+        while isinstance(page, Mapping):
+            items = page.get(key)
+            items = items if isinstance(items, list) else []
+            yield from items
+            # ``count`` is what GMS read (soft-deleted assertions read, then dropped, count).
+            start = as_int(page.get("start")) + max(as_int(page.get("count")), len(items))
+            if start <= as_int(page.get("start")) or start >= as_int(page.get("total")):
+                break
+            variables = {"urn": urn, start_variable: start}
+            data = self._client.graphql(operation, q.DOCUMENTS[operation], variables)
+            entity = data.get("entity")
+            page = entity.get(key) if isinstance(entity, Mapping) else None
 
     def _related(self, urn: Urn, page: object, types: Sequence[str]) -> list[Urn]:
         """Source urns of incoming ``types`` relationships, following further pages."""
@@ -865,6 +920,10 @@ def _merge(into: _Bundle, part: _Bundle) -> None:
     into.aspects.update(part.aspects)
     into.producers += part.producers
     into.tables += part.tables
+    if part.assertions is not None:
+        into.assertions = [*(into.assertions or []), *part.assertions]
+    if part.incidents is not None:
+        into.incidents = [*(into.incidents or []), *part.incidents]
 
 
 def _raw_aspects(urn: Urn, raw: object) -> dict[str, ax.JsonObject]:
@@ -892,6 +951,84 @@ def _operation(raw: object) -> ax.JsonObject | None:
         return None
     keys = ("timestampMillis", "lastUpdatedTimestamp", "operationType", "customOperationType")
     return {k: latest[k] for k in keys if latest.get(k) is not None}
+
+
+def _run_event(raw: object) -> ax.JsonObject | None:
+    """The run ``runEvents(status: COMPLETE, limit: 1)`` returned, as ``assertionRunEvent`` JSON.
+
+    GraphQL's ``[{key value}]`` lists become JSON objects, as the aspect stores them.
+    """
+    events = raw.get("runEvents") if isinstance(raw, Mapping) else None
+    if not isinstance(events, list) or not events or not isinstance(events[0], Mapping):
+        return None
+    event = dict(events[0])
+    result = event.get("result")
+    if isinstance(result, Mapping):
+        result = dict(result)
+        result["nativeResults"] = _entries(result.get("nativeResults"))
+        event["result"] = result
+    return event
+
+
+def _entries(raw: object) -> dict[str, str]:
+    """GraphQL's ``StringMapEntry`` list as a JSON object."""
+    found: dict[str, str] = {}
+    for entry in raw if isinstance(raw, list) else []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("key"), str):
+            found[entry["key"]] = str(entry.get("value") or "")
+    return found
+
+
+def _object(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+_PRIORITIES = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
+"""GraphQL's ``IncidentPriority`` as ``incidentInfo.priority`` stores it."""
+
+
+def _incident_info(raw: Mapping[str, Any]) -> ax.JsonObject:
+    """A GraphQL ``Incident`` as the ``incidentInfo`` aspect JSON it was read from."""
+    status = _object(raw.get("incidentStatus"))
+    source = _object(raw.get("source"))
+    origin = _object(source.get("source"))
+    created = _object(raw.get("created"))
+    return {
+        "type": raw.get("incidentType"),
+        "customType": raw.get("customType"),
+        "title": raw.get("title"),
+        "description": raw.get("description"),
+        "priority": _PRIORITIES.get(str(raw.get("priority"))),
+        "status": {"state": status.get("state"), "stage": status.get("stage")},
+        "source": {"type": source.get("type"), "sourceUrn": origin.get("urn")},
+        "startedAt": raw.get("startedAt"),
+        "created": {"time": created.get("time")},
+    }
+
+
+def _assertion_states(
+    urn: Urn, raw: list[_RawAssertion] | None
+) -> tuple[AssertionState, ...] | None:
+    """The assertions GMS listed on ``urn``, those naming it as their entity, by urn.
+
+    GMS lists an assertion under every entity it names (a column's too); Lite joins it to
+    its own entity only, and so does this, so both say the same.
+    """
+    if raw is None:
+        return None
+    states = (ax.assertion_from_aspects(a_urn, aspects, run) for a_urn, aspects, run in raw)
+    found = {s.urn: s for s in states if s is not None and s.entity == urn}
+    return tuple(found[u] for u in sorted(found))
+
+
+def _incident_signals(
+    raw: list[tuple[Urn, ax.JsonObject]] | None,
+) -> tuple[IncidentSignal, ...] | None:
+    if raw is None:
+        return None
+    signals = (ax.incident_from_info(i_urn, info) for i_urn, info in raw)
+    found = {s.urn: s for s in signals if s is not None}
+    return tuple(found[u] for u in sorted(found))
 
 
 def _relationship_sources(relationships: object, types: Sequence[str]) -> list[Urn]:
@@ -924,9 +1061,15 @@ def _next_scroll(page: Mapping[str, Any], previous: str | None) -> str | None:
     return scroll_id
 
 
-def _node(urn: Urn, aspects: ax.Aspects, related: Mapping[Urn, ax.Aspects]) -> Node:
+def _node(urn: Urn, bundle: _Bundle, related: Mapping[Urn, ax.Aspects]) -> Node:
     try:
-        return ax.node_from_aspects(urn, aspects, related=related)
+        return ax.node_from_aspects(
+            urn,
+            bundle.aspects,
+            related=related,
+            assertions=_assertion_states(urn, bundle.assertions),
+            incidents=_incident_signals(bundle.incidents),
+        )
     except ax.TranslationError as exc:
         raise CatalogError(f"DataHub's metadata for {urn} does not fit its model: {exc}") from exc
 

@@ -35,6 +35,12 @@ PRODUCES = ("Produces", "DataProcessInstanceProduces")
 CONTAINS = ("Contains",)
 """Relationship from a feature table to its features (the ``feature_table`` hop)."""
 RELATIONSHIP_PAGE = 1000
+ASSERTION_PAGE = 200
+"""Assertions per ``Dataset.assertions`` page (GMS's own default count)."""
+INCIDENT_PAGE = 100
+"""Active incidents per ``incidents`` page (GMS's default is 20)."""
+ASSERTION_ASPECTS = ("assertionInfo", "dataPlatformInstance", "status")
+"""The raw aspects read of each assertion (what ``aspects.assertion_from_aspects`` reads)."""
 
 _RELATED = """
 fragment related on EntityRelationshipsResult {
@@ -52,29 +58,78 @@ _OPERATIONS = (
     "customOperationType }"
 )
 
+_ASSERTION = (
+    # Raw assertionInfo, as for every other entity: one translation for all backends, and
+    # every shape (dbt's CUSTOM assertions, field assertions) without a typed selection each.
+    "urn aspects(input: { aspectNames: ["
+    + ", ".join(f'"{name}"' for name in ASSERTION_ASPECTS)
+    + "], autoRenderOnly: false }) { aspectName payload } "
+    # The newest completed run by timestampMillis (GMS sorts timeseries by time).
+    "runEvents(status: COMPLETE, limit: 1) { runEvents { timestampMillis runId asserteeUrn "
+    "status result { type severity rowCount missingCount unexpectedCount actualAggValue "
+    "externalUrl nativeResults { key value } error { type } } } }"
+)
+_INCIDENT = (
+    "urn incidentType customType title description priority "
+    "incidentStatus { state stage } source { type source { urn } } startedAt created { time }"
+)
+_ASSERTIONS = (
+    f"assertions(start: $assertionStart, count: {ASSERTION_PAGE}) "
+    f"{{ start count total assertions {{ {_ASSERTION} }} }}"
+)
+_INCIDENTS = (
+    f"incidents(state: ACTIVE, start: $incidentStart, count: {INCIDENT_PAGE}) "
+    f"{{ start count total incidents {{ {_INCIDENT} }} }}"
+)
+
 ENTITIES = f"""
 query mlcopilotEntities(
   $urns: [String!]!
   $aspects: AspectParams
   $producers: RelationshipsInput!
   $tables: RelationshipsInput!
+  $assertionStart: Int = 0
+  $incidentStart: Int = 0
 ) {{
   entities(urns: $urns) {{
     urn
     type
-    ... on Dataset {{ {_RAW} {_OPERATIONS} {_PRODUCERS} }}
+    ... on Dataset {{ {_RAW} {_OPERATIONS} {_PRODUCERS} {_ASSERTIONS} {_INCIDENTS} }}
     ... on MLModel {{ {_RAW} {_PRODUCERS} }}
     ... on MLFeature {{ {_RAW} {_TABLES} }}
     ... on MLModelGroup {{ {_RAW} }}
     ... on MLPrimaryKey {{ {_RAW} }}
     ... on MLFeatureTable {{ {_RAW} }}
-    ... on DataJob {{ {_RAW} }}
+    ... on DataJob {{ {_RAW} {_INCIDENTS} }}
     ... on Tag {{ {_RAW} }}
     ... on DataProcessInstance {{ {_PRODUCERS} }}
   }}
 }}
 {_RELATED}"""
-"""One batch of entities: raw aspects, the latest operation, and who writes or contains them."""
+"""One batch of entities: raw aspects, the latest operation, who writes or contains them,
+and DataHub's quality signals: a dataset's assertions with their latest runs, and the active
+incidents on a dataset or job (GraphQL has neither on the ML types)."""
+
+ASSERTIONS = f"""
+query mlcopilotAssertions($urn: String!, $assertionStart: Int!) {{
+  entity(urn: $urn) {{
+    urn
+    ... on Dataset {{ {_ASSERTIONS} }}
+  }}
+}}
+"""
+"""The next page of one dataset's assertions (rare: over 200)."""
+
+INCIDENTS = f"""
+query mlcopilotIncidents($urn: String!, $incidentStart: Int!) {{
+  entity(urn: $urn) {{
+    urn
+    ... on Dataset {{ {_INCIDENTS} }}
+    ... on DataJob {{ {_INCIDENTS} }}
+  }}
+}}
+"""
+"""The next page of one entity's active incidents (rare: over 100)."""
 
 RELATIONSHIPS = f"""
 query mlcopilotRelationships($urn: String!, $input: RelationshipsInput!) {{
@@ -134,6 +189,8 @@ query mlcopilotPrivileges($urns: [String!]!) {
 DOCUMENTS: dict[str, str] = {
     "mlcopilotEntities": ENTITIES,
     "mlcopilotRelationships": RELATIONSHIPS,
+    "mlcopilotAssertions": ASSERTIONS,
+    "mlcopilotIncidents": INCIDENTS,
     "mlcopilotLineage": LINEAGE,
     "mlcopilotSearch": SEARCH,
     "mlcopilotMe": ME,

@@ -25,7 +25,8 @@ Catalog method                  Calls
                                 narrow chains, where the DataHub backend would scroll.
 ``nodes()`` / ``upstream()``    SDK: raw aspects in batched GraphQL ``entities`` (and OpenAPI
                                 ``batchGet``), the latest ``operation``, incoming ``Contains``
-                                and ``Produces`` relationships — see
+                                and ``Produces`` relationships, a dataset's assertions with
+                                their latest runs and the active incidents — see
                                 :mod:`mlcopilot.catalog.datahub.catalog`.
 ``schema_as_of()``              MCP ``get_aspect_history`` (``schemaMetadata`` and
                                 ``editableSchemaMetadata``) picks the version in force at the
@@ -52,6 +53,12 @@ sources, training data or dates; datasets have no ``status``, ``operations``, ``
 or column lineage; and each urn costs three requests. ``get_aspect_history`` returns raw
 aspects, but its cleaning drops every empty record — including the logical type of every
 schema field — so it picks the version and the SDK reads it.
+
+Why not the MCP tools for DataHub's own quality signals: ``get_dataset_assertions`` is never
+offered on OSS DataHub (it needs ``DATA_QUALITY_TOOLS_ENABLED`` and a Cloud-only field), there is
+no incident tool at all, and the ``search`` filters ``hasFailingAssertions = true`` /
+``hasActiveIncidents = true`` would only add requests: the batched ``entities`` query that reads
+every upstream entity anyway carries each dataset's assertions and incidents in the same round.
 
 Writes: the state to compare with is read fresh; the intents fold in order with exactly the
 rule of the Lite and DataHub backends, so the same writes report the same changes. Only the
