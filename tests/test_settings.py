@@ -108,8 +108,7 @@ def test_notification_settings_come_from_the_file_and_the_environment(tmp_path: 
 
 
 def test_defaults_are_the_policy_defaults() -> None:
-    # The settings layer sits below the outbox, so it restates NotifyPolicy's defaults.
-    from mlcopilot.notify.codec import NotifyPolicy
+    from mlcopilot.model import NotifyPolicy
 
     assert NotifySettings.from_settings(load_settings(environ={})).policy == NotifyPolicy()
 

@@ -39,6 +39,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from mlcopilot import redact, settings_file
 from mlcopilot.errors import ConfigError
+from mlcopilot.model import NotifyPolicy
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
 _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -199,17 +200,22 @@ class SlackSection(_Section):
     reconcile: Flag = Field(True, description="read channel history to find lost posts")
 
 
+_POLICY = NotifyPolicy()
+
+
 class NotifySection(_Section):
     """``[notify]``: when notifications go out."""
 
+    # The defaults are the policy's own (Alertmanager's timings), not a second copy.
     group_wait: Duration = Field(
-        timedelta(seconds=30), description="wait before a new group's first notification"
+        _POLICY.group_wait, description="wait before a new group's first notification"
     )
     group_interval: Duration = Field(
-        timedelta(minutes=5), description="least time between two updates of a group"
+        _POLICY.group_interval, description="least time between two updates of a group"
     )
     repeat_interval: OptionalDuration = Field(
-        timedelta(hours=4), description='reminder while open and unacknowledged; "off" for none'
+        _POLICY.repeat_interval,
+        description='reminder while open and unacknowledged; "off" for none',
     )
     allowed_hosts: Annotated[list[str], BeforeValidator(_hosts), AfterValidator(_allowed_hosts)] = (
         Field(
