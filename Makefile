@@ -15,11 +15,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,watch-test]'
 	touch $@ $(VENV)/.installed
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,watch-test,bench]'
 	touch $@ $(VENV)/.installed-dev $(VENV)/.installed
 
 demo: $(VENV)/.installed
