@@ -39,6 +39,27 @@ from mlcopilot.model import (
     Write,
 )
 
+ALL_MODELS = "*"
+"""The rescan request that stands for every watched model (the periodic full rescan)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RescanRequest:
+    """One model ``mlcopilot watch`` must scan again (coalesced: one per model)."""
+
+    model: Urn
+    """An mlModel urn, or :data:`ALL_MODELS`."""
+    reason: str
+    """What asked for it last (e.g. ``TECHNICAL_SCHEMA REMOVE on urn:li:dataset:...``)."""
+    requested_at: datetime
+    due_at: datetime
+    """Not claimed before this (a failed scan's backoff, the next periodic rescan)."""
+    attempts: int
+    """Failed scans since it last succeeded."""
+    claimed_by: str | None = None
+    claimed_at: datetime | None = None
+    last_error: str | None = None
+
 
 @dataclass(frozen=True, slots=True)
 class WalkLimits:
@@ -273,6 +294,56 @@ class StateStore(OutboxStore, Protocol):
 
     def retry_outbox(self, ids: Sequence[int] | None = None, *, now: datetime) -> int:
         """Make dead outbox rows pending again; how many."""
+        ...
+
+    def request_rescans(self, models: Sequence[Urn], *, reason: str, now: datetime) -> int:
+        """Ask for ``models`` to be scanned again, due now; how many rows were new.
+
+        Coalesced: a model already waiting keeps its one row, with ``requested_at`` and
+        ``reason`` bumped (and, unless it is backing off after a failure, due now). A request
+        for a model being scanned makes it run again once that scan completes.
+        """
+        ...
+
+    def claim_rescans(
+        self, *, owner: str, now: datetime, lease: timedelta, limit: int = 100
+    ) -> list[RescanRequest]:
+        """Take up to ``limit`` due requests for ``owner`` until ``now + lease``.
+
+        Concurrent watchers never take the same row (``FOR UPDATE SKIP LOCKED`` on
+        PostgreSQL); a row whose lease expired (its watcher died) is taken again.
+        """
+        ...
+
+    def complete_rescans(
+        self,
+        requests: Sequence[RescanRequest],
+        *,
+        owner: str,
+        now: datetime,
+        again_at: datetime | None = None,
+    ) -> int:
+        """Remove ``requests`` once scanned (or, with ``again_at``, schedule them then).
+
+        A request asked for again while it was being scanned stays, due now. Rows ``owner``
+        no longer holds are left alone; returns how many rows were completed.
+        """
+        ...
+
+    def fail_rescans(
+        self,
+        requests: Sequence[RescanRequest],
+        *,
+        owner: str,
+        error: str,
+        now: datetime,
+        retry_at: datetime,
+    ) -> None:
+        """Release ``requests`` after a failed scan, counting the attempt, due at ``retry_at``."""
+        ...
+
+    def rescans(self) -> list[RescanRequest]:
+        """Every waiting or claimed request, by due time."""
         ...
 
     def close(self) -> None:

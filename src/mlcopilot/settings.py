@@ -232,6 +232,75 @@ class NotifySection(_Section):
     failpoint: str = Field("", description="crash-test failpoints (tests only)")
 
 
+WATCH_SOURCES: Final = ("kafka", "datahub-cloud")
+"""Event sources ``mlcopilot watch`` can follow: DataHub's Kafka topics, or DataHub Cloud's
+events API (a single consumer; no scale-out)."""
+
+
+def _one_of(*allowed: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"{value!r}: expected one of {', '.join(allowed)}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _actors(value: object) -> object:
+    # The environment gives "a,b"; the file gives a list. Urns are case-sensitive.
+    if isinstance(value, str):
+        return [a.strip() for a in value.split(",") if a.strip()]
+    return value
+
+
+class WatchSection(_Section):
+    """``[watch]``: ``mlcopilot watch``, following DataHub's change events.
+
+    The Kafka keys read the variables DataHub's own services and its Actions framework read,
+    with DataHub's defaults, so a watcher beside a DataHub deployment needs no new settings.
+    """
+
+    source: Annotated[str, _one_of(*WATCH_SOURCES)] = Field(
+        "kafka", description="kafka (scales out by consumer group) or datahub-cloud"
+    )
+    bootstrap: str = Field("localhost:9092", description="Kafka bootstrap servers")
+    schema_registry_url: str = Field(
+        "http://localhost:8081", description="schema registry of DataHub's Avro events"
+    )
+    platform_event_topic: str = Field(
+        "PlatformEvent_v1", description="topic of entity and relationship change events"
+    )
+    mcl_topic: str = Field(
+        "MetadataChangeLog_Versioned_v1", description="topic of versioned aspect changes"
+    )
+    mcl_timeseries_topic: str = Field(
+        "MetadataChangeLog_Timeseries_v1",
+        description="topic of timeseries aspect changes (operations, assertion runs)",
+    )
+    group: str = Field(
+        "mlcopilot-watch",
+        description="consumer group = pipeline name; watchers sharing it split the partitions",
+    )
+    offset_reset: Annotated[str, _one_of("latest", "earliest")] = Field(
+        "latest", description="where a new consumer group starts: latest or earliest"
+    )
+    rescan_interval: OptionalDuration = Field(
+        timedelta(hours=1),
+        description='full rescan for what only time changes (freshness); "off" for none',
+    )
+    retry_backoff: Duration = Field(
+        timedelta(seconds=30),
+        description="wait after a failed rescan, doubled per failure up to rescan_interval",
+    )
+    failed_events_dir: str | None = Field(
+        None, description="where poison events are logged (default: $MLCOPILOT_HOME/failed-events)"
+    )
+    ignore_actors: Annotated[list[str], BeforeValidator(_actors)] = Field(
+        default_factory=list,
+        description="actor urns whose changes never trigger a rescan (mlcopilot's own token)",
+    )
+
+
 ENVIRONMENT: Final[dict[str, str]] = {
     "home": "MLCOPILOT_HOME",
     "catalog": "MLCOPILOT_CATALOG",
@@ -257,6 +326,19 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "notify.allow_local_sinks": "MLCOPILOT_ALLOW_LOCAL_SINKS",
     "notify.test_write_spacing": "MLCOPILOT_TEST_WRITE_SPACING",
     "notify.failpoint": "MLCOPILOT_FAILPOINT",
+    "watch.source": "MLCOPILOT_WATCH_SOURCE",
+    # DataHub's own names, as its services and the Actions framework read them.
+    "watch.bootstrap": "KAFKA_BOOTSTRAP_SERVER",
+    "watch.schema_registry_url": "SCHEMA_REGISTRY_URL",
+    "watch.platform_event_topic": "PLATFORM_EVENT_TOPIC_NAME",
+    "watch.mcl_topic": "METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME",
+    "watch.mcl_timeseries_topic": "METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME",
+    "watch.group": "MLCOPILOT_WATCH_GROUP",
+    "watch.offset_reset": "MLCOPILOT_WATCH_OFFSET_RESET",
+    "watch.rescan_interval": "MLCOPILOT_RESCAN_INTERVAL",
+    "watch.retry_backoff": "MLCOPILOT_WATCH_RETRY_BACKOFF",
+    "watch.failed_events_dir": "MLCOPILOT_FAILED_EVENTS_DIR",
+    "watch.ignore_actors": "MLCOPILOT_WATCH_IGNORE_ACTORS",
 }
 """Key → the environment variable that sets it (the names mlcopilot has always read)."""
 
@@ -293,6 +375,7 @@ class Settings(BaseSettings):
     github: GitHubSection = Field(default_factory=GitHubSection)
     slack: SlackSection = Field(default_factory=SlackSection)
     notify: NotifySection = Field(default_factory=NotifySection)
+    watch: WatchSection = Field(default_factory=WatchSection)
     checks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="each check's own section, parsed by the check"
     )
@@ -327,6 +410,12 @@ class Settings(BaseSettings):
     def catalog_spec(self) -> str:
         """The catalog to use: ``catalog``, else ``lite:$MLCOPILOT_HOME/catalog.db``."""
         return self.catalog or f"lite:{self.home_path / 'catalog.db'}"
+
+    @property
+    def failed_events_path(self) -> Path:
+        """``watch.failed_events_dir``, else ``failed-events`` in home."""
+        configured = self.watch.failed_events_dir
+        return Path(configured).expanduser() if configured else self.home_path / "failed-events"
 
     @property
     def file(self) -> Path | None:
@@ -515,7 +604,7 @@ def _shown(key: str, value: object, settings: Settings) -> object:
     """How ``config show`` prints a value: secrets masked, durations spelt, paths as text."""
     if key in SECRETS:
         return None if value is None else redact.MASK
-    if isinstance(value, timedelta) or key == "notify.repeat_interval":
+    if isinstance(value, timedelta) or key in ("notify.repeat_interval", "watch.rescan_interval"):
         return format_duration(value) if isinstance(value, timedelta | None) else value
     if key == "home":
         return str(settings.home_path)

@@ -12,7 +12,7 @@ from mlcopilot.cli._app import app, err
 # Imported for the commands they register, in the order `mlcopilot --help` lists them.
 # isort: off
 from mlcopilot.cli import scan, datahub, checks, demo  # noqa: F401
-from mlcopilot.cli import catalog, outbox, incidents, config  # noqa: F401
+from mlcopilot.cli import catalog, outbox, incidents, config, watch  # noqa: F401
 # isort: on
 
 __all__ = ["app", "main"]

@@ -221,3 +221,21 @@ sink_refs = Table(
     PrimaryKeyConstraint("group_key", "group_generation", "sink"),
 )
 """Where each group lives in each sink: the GitHub issue number, the Slack channel and ts."""
+
+rescan_requests = Table(
+    "rescan_requests",
+    metadata,
+    Column("model", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("requested_at", UTCDateTime, nullable=False),
+    Column("due_at", UTCDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("claimed_by", Text),
+    Column("claimed_at", UTCDateTime),
+    Column("lease_until", UTCDateTime),
+    Column("last_error", Text),
+    PrimaryKeyConstraint("model"),
+    CheckConstraint("attempts >= 0", name="attempts"),
+    Index("ix_rescan_requests_due_at", "due_at"),
+)
+"""Models ``mlcopilot watch`` must scan again (``*``: all of them), one row per model."""

@@ -71,7 +71,8 @@ from mlcopilot.model import (
     WatchedGroup,
 )
 from mlcopilot.notify.codec import problems
-from mlcopilot.store import groups_sql, notify_sql, outbox_sql
+from mlcopilot.protocols import RescanRequest
+from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
 from mlcopilot.store.opening import (
     MissingStore,
@@ -475,6 +476,52 @@ class SqlStore(ClosedOnExit):
         _require_aware("now", now)
         with self._write("retrying outbox rows") as conn:
             return outbox_sql.retry(conn, ids, now=now)
+
+    # --- rescan requests (mlcopilot watch)
+
+    def request_rescans(self, models: Sequence[Urn], *, reason: str, now: datetime) -> int:
+        """Ask for ``models`` to be scanned again (coalesced per model); how many are new."""
+        _require_aware("now", now)
+        with self._write("recording rescan requests") as conn:
+            return rescan_sql.request(conn, models, reason=reason, now=now)
+
+    def claim_rescans(
+        self, *, owner: str, now: datetime, lease: timedelta, limit: int = 100
+    ) -> list[RescanRequest]:
+        """Take up to ``limit`` due rescan requests for ``owner`` under a lease."""
+        _require_aware("now", now)
+        with self._write("claiming rescan requests") as conn:
+            return rescan_sql.claim(conn, owner=owner, now=now, lease=lease, limit=limit)
+
+    def complete_rescans(
+        self,
+        requests: Sequence[RescanRequest],
+        *,
+        owner: str,
+        now: datetime,
+        again_at: datetime | None = None,
+    ) -> int:
+        """Remove scanned requests (or schedule them at ``again_at``); how many."""
+        with self._write("completing rescan requests") as conn:
+            return rescan_sql.complete(conn, requests, owner=owner, now=now, again_at=again_at)
+
+    def fail_rescans(
+        self,
+        requests: Sequence[RescanRequest],
+        *,
+        owner: str,
+        error: str,
+        now: datetime,
+        retry_at: datetime,
+    ) -> None:
+        """Release requests after a failed scan, due again at ``retry_at``."""
+        with self._write("recording a failed rescan") as conn:
+            rescan_sql.fail(conn, requests, owner=owner, error=error, now=now, retry_at=retry_at)
+
+    def rescans(self) -> list[RescanRequest]:
+        """Every waiting or claimed rescan request, by due time."""
+        with self._read("reading rescan requests") as conn:
+            return rescan_sql.items(conn)
 
     def watched_groups(self, models: Sequence[Urn] | None = None) -> list[WatchedGroup]:
         """Open, unacknowledged notification groups (of ``models``), with refs and members.

@@ -1,0 +1,251 @@
+"""The watcher's worker: claims rescan requests and runs the ordinary scan of those models.
+
+Two threads in the watch process, each with its own catalog and state store connections:
+
+- the *scanner* claims due requests (its own and any other watcher's on the same database),
+  scans the claimed models exactly as ``mlcopilot scan --model ... --no-deliver`` would, which
+  commits incidents and outbox rows in one transaction, then completes the requests. A scan
+  that fails leaves them to retry with backoff (``watch.retry_backoff``, doubled per failure,
+  at most the rescan interval). The request :data:`~mlcopilot.protocols.ALL_MODELS` is the
+  full rescan: made when the watcher starts, and rescheduled every ``watch.rescan_interval``
+  (freshness has no event: staleness is the absence of one).
+- the *relay* delivers the outbox (write-back, GitHub, Slack) as ``mlcopilot outbox deliver``
+  does, under the outbox's leases, so several watchers deliver each row once.
+
+Every scan's walks refresh the :class:`~mlcopilot.watch.affected.DownstreamIndex` the action
+reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from mlcopilot.clock import SystemClock
+from mlcopilot.protocols import ALL_MODELS, Catalog, RescanRequest, StateStore, WalkLimits
+from mlcopilot.settings import Settings
+from mlcopilot.watch.affected import DownstreamIndex
+
+log = logging.getLogger("mlcopilot.watch")
+
+LEASE = timedelta(minutes=15)
+"""How long a claimed request is held before another watcher may take it (its watcher died)."""
+POLL = 1.0
+"""Seconds between two looks for requests other watchers recorded (own ones wake at once)."""
+BATCH = 100
+"""Requests one scan takes at most."""
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """What the worker scans and how often."""
+
+    models: Sequence[str] = ()
+    """Only these models (default: every model in the catalog)."""
+    rescan_interval: timedelta | None = timedelta(hours=1)
+    retry_backoff: timedelta = timedelta(seconds=30)
+    limits: WalkLimits = field(default_factory=WalkLimits)
+
+
+def owner_name() -> str:
+    """This watcher's name on its claims: host, process and a thread-independent tag."""
+    return f"watch:{socket.gethostname()}:{os.getpid()}"
+
+
+class Worker:
+    """The scanner and the relay threads of one watcher."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        index: DownstreamIndex,
+        options: WorkerOptions,
+        *,
+        say: Say = log.info,
+        owner: str | None = None,
+    ) -> None:
+        self._settings = settings
+        self._index = index
+        self._options = options
+        self._say = say
+        self.owner = owner or owner_name()
+        self._stop = threading.Event()
+        self._work = threading.Event()
+        self._deliver = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.scans = 0
+        """Scans committed (for tests and the closing line)."""
+        self.failures = 0
+
+    def start(self) -> None:
+        """Ask for the start-up full rescan and start both threads."""
+        from mlcopilot.wiring import open_state
+
+        store = open_state(self._settings, create=True)
+        try:
+            store.request_rescans([ALL_MODELS], reason="watch started", now=_now())
+        finally:
+            store.close()
+        for name, target in (("scanner", self._scanner), ("relay", self._relay)):
+            thread = threading.Thread(target=target, name=f"mlcopilot-watch-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def wake(self) -> None:
+        """New requests were recorded: look now rather than at the next poll."""
+        self._work.set()
+
+    def stop(self, timeout: float = 120.0) -> None:
+        """Stop after the scan in progress (if any) is committed; wait up to ``timeout``."""
+        self._stop.set()
+        self._work.set()
+        self._deliver.set()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    # --- the scanner
+
+    def _scanner(self) -> None:
+        from mlcopilot.wiring import configured_checks, open_catalog, open_state
+
+        checks = configured_checks(self._settings)
+        while not self._stop.is_set():
+            try:
+                catalog = open_catalog(self._settings.catalog_spec, self._settings)
+                store = open_state(self._settings, create=True)
+            except Exception as exc:  # the database or catalog is down: say so, try again
+                self._say(f"watch: cannot open the catalog or state database: {exc}")
+                self._stop.wait(self._options.retry_backoff.total_seconds())
+                continue
+            try:
+                while not self._stop.is_set():
+                    if not self.run_once(catalog, store, checks):
+                        self._work.wait(POLL)
+                        self._work.clear()
+            finally:
+                store.close()
+                catalog.close()
+
+    def run_once(self, catalog: Catalog, store: StateStore, checks: Sequence[object]) -> bool:
+        """Claim one batch of due requests and scan it; False when nothing was due."""
+        now = _now()
+        try:
+            claimed = store.claim_rescans(owner=self.owner, now=now, lease=LEASE, limit=BATCH)
+        except Exception as exc:
+            self._say(f"watch: cannot claim rescan requests: {exc}")
+            self._stop.wait(POLL)
+            return False
+        if not claimed:
+            return False
+        try:
+            self._scan(catalog, store, checks, claimed, now)
+        except Exception as exc:
+            self.failures += 1
+            self._failed(store, claimed, exc)
+        return True
+
+    def _scan(
+        self,
+        catalog: Catalog,
+        store: StateStore,
+        checks: Sequence[object],
+        claimed: list[RescanRequest],
+        now: datetime,
+    ) -> None:
+        from mlcopilot.notify.delivery import scan_delivery
+        from mlcopilot.notify.sinks.config import NotifySettings
+        from mlcopilot.scan import ScanOptions, scan
+
+        full = any(r.model == ALL_MODELS for r in claimed)
+        if full:
+            models = list(self._options.models) or catalog.models()
+        else:
+            wanted = [r.model for r in claimed if self._index.watches(r.model)]
+            found = catalog.nodes(wanted) if wanted else {}
+            models = [m for m in wanted if found[m].exists]
+            self._index.forget(m for m in wanted if not found[m].exists)
+        if models:
+            notify = NotifySettings.from_settings(self._settings)
+            delivery = scan_delivery(notify, catalog, SystemClock(), deliver=False)
+            options = ScanOptions(now=now, models=models, limits=self._options.limits)
+            result = scan(catalog, store, checks, options, delivery=delivery)  # type: ignore[arg-type]
+            self._index.update(report.lineage for report in result.models)
+            self.scans += 1
+            changes = result.changes
+            self._say(
+                f"watch: scanned {len(models)} model(s) ({_reasons(claimed)}): "
+                f"{len(changes.opened)} opened, {len(changes.updated)} updated, "
+                f"{len(changes.resolved)} resolved"
+            )
+            self._deliver.set()
+        interval = self._options.rescan_interval
+        if full and interval is not None:
+            full_rows = [r for r in claimed if r.model == ALL_MODELS]
+            store.complete_rescans(full_rows, owner=self.owner, now=_now(), again_at=now + interval)
+            claimed = [r for r in claimed if r.model != ALL_MODELS]
+        store.complete_rescans(claimed, owner=self.owner, now=_now())
+
+    def _failed(self, store: StateStore, claimed: list[RescanRequest], exc: Exception) -> None:
+        attempts = max(r.attempts for r in claimed)
+        cap = self._options.rescan_interval or timedelta(hours=1)
+        wait = min(
+            self._options.retry_backoff * (2**attempts), max(cap, self._options.retry_backoff)
+        )
+        self._say(
+            f"watch: rescan of {len(claimed)} request(s) failed, retrying in "
+            f"{int(wait.total_seconds())}s: {exc}"
+        )
+        try:
+            now = _now()
+            store.fail_rescans(
+                claimed, owner=self.owner, error=str(exc), now=now, retry_at=now + wait
+            )
+        except Exception as again:  # the lease expires and another claim retries it
+            self._say(f"watch: cannot record the failed rescan: {again}")
+
+    # --- the relay
+
+    def _relay(self) -> None:
+        from mlcopilot.notify.delivery import relay
+        from mlcopilot.notify.sinks.config import NotifySettings
+        from mlcopilot.wiring import open_catalog, open_state
+
+        notify = NotifySettings.from_settings(self._settings)
+        while not self._stop.is_set():
+            try:
+                catalog = open_catalog(self._settings.catalog_spec, self._settings)
+                store = open_state(self._settings, create=True)
+            except Exception as exc:
+                self._say(f"watch: the relay cannot open the catalog or state database: {exc}")
+                self._stop.wait(self._options.retry_backoff.total_seconds())
+                continue
+            try:
+                relaying, _ = relay(notify, catalog, store, SystemClock())
+                while not self._stop.is_set():
+                    # Rows come due after a scan (now) or later (group_wait, retries).
+                    self._deliver.wait(POLL)
+                    self._deliver.clear()
+                    if not relaying.run().ok:
+                        self._say("watch: some deliveries failed; they stay in the outbox")
+            except Exception as exc:
+                self._say(f"watch: delivering the outbox failed: {exc}")
+                self._stop.wait(POLL)
+            finally:
+                store.close()
+                catalog.close()
+
+
+def _reasons(claimed: Sequence[RescanRequest]) -> str:
+    reasons = sorted({r.reason for r in claimed})
+    return "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
