@@ -41,11 +41,13 @@ test: lint typecheck unit
 # Not part of `make test`: builds synthetic catalogs (cached in benchmarks/.cache/), measures
 # every backend against the stand-in GMS and rewrites benchmarks/RESULTS.md and results.png;
 # then measures `catalog load` on a 200 MB metadata file (throughput and peak RSS), and how
-# long `mlcopilot --help` and `mlcopilot checks` take to start.
+# long `mlcopilot --help` and `mlcopilot checks` take to start, and what DataHub's assertions
+# and incidents add to a scan of 10,000 upstream entities.
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.load
 	$(BIN)/python -m benchmarks.startup
+	$(BIN)/python -m benchmarks.signals
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
