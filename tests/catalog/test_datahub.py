@@ -38,6 +38,7 @@ from testing.builders import (
     training_run_urn,
 )
 from tests.catalog.datahub_backend import StandInCatalog, needs_standin, start_standin
+from tests.catalog.signals import dbt_test, incident, run
 from tests.conftest import DEMO_DATA, SAMPLES
 
 pytestmark = needs_standin
@@ -496,3 +497,43 @@ def test_standin_catalog_closes_its_server(tmp_path: Path) -> None:
     catalog = StandInCatalog(start_standin(ml_model("churn"), tmp_path))
     assert catalog.models() == [model_urn("churn")]
     catalog.close()
+
+
+# --- DataHub's quality signals: in the entity batches, further pages followed ---------------
+
+
+def test_signals_come_in_the_entity_batch_and_long_lists_are_paged(
+    servers: Servers, tmp_path: Path
+) -> None:
+    names = [f"raw.t{i}" for i in range(3)]
+    many = dataset_urn(names[0])
+    mcps = [
+        *(m for n in names for m in dataset(n, fields=[("id", "long")])),
+        *ml_model("churn", training_data=[dataset_urn(n) for n in names]),
+        # Past one page of assertions (200) and of incidents (100) on the first dataset.
+        *(m for i in range(205) for m in dbt_test(f"t{i:03}", many, column="id")),
+        *(m for i in range(205) for m in run(f"t{i:03}", many, T0, "FAILURE")),
+        *(m for i in range(103) for m in incident(f"i{i:03}", [many], created=T0)),
+        *dbt_test("other", dataset_urn(names[1])),
+        *incident("other", [dataset_urn(names[2])], created=T0),
+    ]
+    server = servers(mcps)
+    catalog = catalog_for(server)
+    server.clear_requests()
+    lineage = catalog.lineage(model_urn("churn"), WalkLimits())
+    operations = [r.operation for r in server.requests]
+    catalog.close()
+    first = lineage.nodes[many]
+    assert len(first.assertions or ()) == 205
+    assert all(
+        a.last_run is not None and a.last_run.result == "FAILURE" for a in first.assertions or ()
+    )
+    assert len(first.incidents or ()) == 103
+    assert len(lineage.nodes[dataset_urn(names[1])].assertions or ()) == 1
+    assert len(lineage.nodes[dataset_urn(names[2])].incidents or ()) == 1
+    # One batch for the level, plus one further page of each long list: no request per dataset.
+    assert sorted(o for o in operations if o != "mlcopilotEntities") == [
+        "mlcopilotAssertions",
+        "mlcopilotIncidents",
+    ]
+    assert lite_for(tmp_path, mcps).nodes([many])[many] == first
