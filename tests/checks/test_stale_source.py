@@ -1,22 +1,36 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from datahub.metadata.schema_classes import (
     DatasetPropertiesClass,
+    DomainsClass,
     MLFeaturePropertiesClass,
     MLModelPropertiesClass,
     OperationClass,
     OperationTypeClass,
+    StatusClass,
     StructuredPropertiesClass,
     StructuredPropertyValueAssignmentClass,
     TimeStampClass,
 )
 
+from mlcopilot.catalog.aspects import node_from_aspects, to_json
+from mlcopilot.checks import load_checks
 from mlcopilot.checks.stale_source import StaleSource, StaleSourceConfig
-from mlcopilot.model import UNKNOWN_USAGE
+from mlcopilot.errors import ConfigError
+from mlcopilot.model import (
+    UNKNOWN_USAGE,
+    AssertionRun,
+    AssertionState,
+    CheckOutcome,
+    FreshnessSchedule,
+    Node,
+)
 from mlcopilot.protocols import CheckContext
 from tests.checks.conftest import MakeNode
 
@@ -207,6 +221,7 @@ def test_evidence(make_node: MakeNode) -> None:
 
     assert finding.evidence == {
         "last_updated": "2026-11-28T05:57:36+00:00",
+        "expectation": "structured property",
         "sla_hours": 24.0,
         "overdue_since": "2026-11-29T05:57:36+00:00",
         "sla_source": "structured property io.mlcopilot.freshnessSlaHours",
@@ -226,3 +241,303 @@ def context(make_node: MakeNode) -> CheckContext:
         usage=UNKNOWN_USAGE,
         baseline=None,
     )
+
+
+# --- where the expectation comes from: rules, freshness assertions, learned cadence --------
+
+SNOWFLAKE = "urn:li:dataset:(urn:li:dataPlatform:snowflake,prod.sales.orders,PROD)"
+MARKETING = "urn:li:domain:marketing"
+
+
+def history_node(
+    urn: str,
+    hours_ago: Sequence[float],
+    *aspects: Any,
+    assertions: tuple[AssertionState, ...] | None = None,
+) -> Node:
+    """A dataset whose history holds updates ``hours_ago`` (in any order), as a backend reads it."""
+    node = node_from_aspects(
+        urn,
+        {a.ASPECT_NAME: to_json(a) for a in (StatusClass(removed=False), *aspects)},
+        updates=[millis(h) for h in hours_ago],
+    )
+    return replace(node, assertions=assertions)
+
+
+def every(hours: float, count: int, *, silent_for: float) -> list[float]:
+    """Updates every ``hours``, the newest ``silent_for`` hours ago."""
+    return [silent_for + i * hours for i in range(count)]
+
+
+def run_check(node: Node, make_node: MakeNode, **config: Any) -> CheckOutcome:
+    return StaleSource(StaleSourceConfig.model_validate(config)).run(node, context(make_node))
+
+
+@pytest.mark.parametrize(
+    ("cadence", "silent_for", "severity"),
+    [
+        pytest.param(1, 2.5, None, id="hourly-within-three-intervals"),
+        pytest.param(1, 3.5, "medium", id="hourly-silent-past-three-intervals"),
+        pytest.param(1, 7, "high", id="hourly-silent-past-twice-that"),
+        pytest.param(24, 60, None, id="daily-within"),
+        pytest.param(24, 80, "medium", id="daily-silent-past-three-days"),
+        pytest.param(168, 400, None, id="weekly-within-three-weeks"),
+        pytest.param(168, 520, "medium", id="weekly-silent-past-three-weeks"),
+    ],
+)
+def test_learned_cadence(
+    make_node: MakeNode, cadence: float, silent_for: float, severity: str | None
+) -> None:
+    node = history_node(SNOWFLAKE, every(cadence, 12, silent_for=silent_for))
+
+    outcome = run_check(node, make_node)
+
+    assert outcome.unknown is None
+    assert [f.severity.value for f in outcome.findings] == ([severity] if severity else [])
+
+
+def test_learned_cadence_says_what_it_learned(make_node: MakeNode) -> None:
+    node = history_node(SNOWFLAKE, every(24, 10, silent_for=80))
+
+    (finding,) = run_check(node, make_node).findings
+
+    assert finding.message == (
+        "last updated 2026-11-26 04:00 UTC; it usually updates every 24 hours (the median of "
+        "its last 9 intervals) and is expected within 3 times that, 72 hours, so it has been "
+        "overdue since 2026-11-29 04:00 UTC"
+    )
+    assert finding.evidence == {
+        "last_updated": "2026-11-26T04:00:00+00:00",
+        "expectation": "learned cadence",
+        "learned_interval_hours": 24.0,
+        "cadence_factor": 3.0,
+        "sla_hours": 72.0,
+        "updates_considered": 10,
+        "overdue_since": "2026-11-29T04:00:00+00:00",
+    }
+
+
+def test_the_median_ignores_a_few_late_runs(make_node: MakeNode) -> None:
+    # Daily, with two runs days late in between: the usual interval stays a day.
+    hours = [80, 104, 128, 152, 248, 272, 296, 392, 416]
+    node = history_node(SNOWFLAKE, hours)
+
+    (finding,) = run_check(node, make_node).findings
+
+    assert finding.evidence["learned_interval_hours"] == 24.0
+
+
+def test_updates_written_out_of_order_are_ordered_by_time(make_node: MakeNode) -> None:
+    node = history_node(SNOWFLAKE, [75, 3, 51, 27, 99, 123])
+
+    assert node.update_times == tuple(sorted(node.update_times or ()))
+    assert node.last_updated == NOW - timedelta(hours=3)
+    assert run_check(node, make_node).findings == ()
+
+
+def test_a_burst_of_updates_is_one_refresh(make_node: MakeNode) -> None:
+    # A daily job writing in three statements a few minutes apart is still daily.
+    daily = every(24, 6, silent_for=80)
+    bursts = [h - m / 60 for h in daily for m in (0, 3, 6)]
+    node = history_node(SNOWFLAKE, bursts)
+
+    (finding,) = run_check(node, make_node).findings
+
+    assert finding.evidence["learned_interval_hours"] == 24.0
+    assert finding.evidence["updates_considered"] == 6
+
+
+@pytest.mark.parametrize(
+    ("hours_ago", "config", "unknown"),
+    [
+        ([3, 27, 51], {}, "3 updates in its history, 5 needed to learn its cadence"),
+        ([3, 27, 51, 75], {"min_updates": 4}, None),
+        ([3], {}, None),  # one update is no history: nothing to learn, nothing to report
+        ([], {}, None),
+    ],
+)
+def test_too_little_history(
+    make_node: MakeNode, hours_ago: list[float], config: dict[str, Any], unknown: str | None
+) -> None:
+    outcome = run_check(history_node(SNOWFLAKE, hours_ago), make_node, **config)
+
+    assert outcome.findings == ()
+    assert outcome.unknown == unknown
+
+
+def test_cadence_learning_can_be_turned_off(make_node: MakeNode) -> None:
+    node = history_node(SNOWFLAKE, every(1, 12, silent_for=30))
+
+    assert run_check(node, make_node, learn_cadence=False) == CheckOutcome()
+    assert run_check(node, make_node, learn_cadence=False, default_sla_hours=48).findings == ()
+
+
+def test_the_default_sla_is_the_last_resort(make_node: MakeNode) -> None:
+    hourly = history_node(SNOWFLAKE, every(1, 12, silent_for=5))
+    unknown_cadence = history_node(SNOWFLAKE, [5, 29])
+
+    # An hourly table silent for 5 hours is stale by its cadence, whatever the default says.
+    assert [
+        f.evidence["expectation"]
+        for f in run_check(hourly, make_node, default_sla_hours=24).findings
+    ] == ["learned cadence"]
+    (finding,) = run_check(unknown_cadence, make_node, default_sla_hours=4).findings
+    assert finding.evidence["expectation"] == "config default"
+    assert "(config default_sla_hours)" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("rule", "selected"),
+    [
+        ({"platform": "snowflake"}, True),
+        ({"platform": "urn:li:dataPlatform:Snowflake"}, True),
+        ({"platform": "bigquery"}, False),
+        ({"name": "prod.*"}, True),
+        ({"name": "PROD.SALES.*"}, True),
+        ({"name": "dev.*"}, False),
+        ({"platform": "snowflake", "name": "*.orders"}, True),
+        ({"platform": "snowflake", "name": "*.customers"}, False),
+        ({"domain": "marketing"}, True),
+        ({"domain": MARKETING}, True),
+        ({"domain": "finance"}, False),
+    ],
+)
+def test_config_rules_select_by_platform_name_and_domain(
+    make_node: MakeNode, rule: dict[str, Any], selected: bool
+) -> None:
+    node = history_node(SNOWFLAKE, [30], DomainsClass(domains=[MARKETING]))
+
+    outcome = run_check(node, make_node, rules=[{**rule, "sla_hours": 24}])
+
+    assert bool(outcome.findings) is selected
+    if selected:
+        assert outcome.findings[0].evidence["expectation"] == "config rule"
+        assert "SLA is 24 hours (config rule " in outcome.findings[0].message
+
+
+def test_the_first_matching_rule_wins_and_the_datasets_own_sla_wins_over_rules(
+    make_node: MakeNode,
+) -> None:
+    rules = [{"platform": "snowflake", "sla_hours": 48}, {"name": "prod.*", "sla_hours": 1}]
+    node = history_node(SNOWFLAKE, [30])
+    declared = history_node(SNOWFLAKE, [30], sla_property(12.0))
+
+    assert run_check(node, make_node, rules=rules).findings == ()
+    (finding,) = run_check(declared, make_node, rules=rules).findings
+    assert finding.evidence["expectation"] == "structured property"
+
+
+def test_a_rule_must_select_something() -> None:
+    with pytest.raises(ConfigError, match="a rule needs at least one of platform, name or domain"):
+        load_checks({"stale_source": {"rules": [{"sla_hours": 24}]}})
+
+
+def freshness(
+    name: str,
+    result: str | None,
+    *,
+    hours_ago: float = 1,
+    every_hours: int | None = 24,
+    severity: str | None = None,
+    dataset: str = SNOWFLAKE,
+) -> AssertionState:
+    return AssertionState(
+        urn=f"urn:li:assertion:{name}",
+        type="FRESHNESS",
+        entity=dataset,
+        description=f"{name} changes daily",
+        last_run=AssertionRun(
+            result=result,
+            at=NOW - timedelta(hours=hours_ago),
+            severity=severity,
+            native_results={"observed": "no change since yesterday"},
+        )
+        if result
+        else None,
+        schedule=FreshnessSchedule(type="FIXED_INTERVAL", unit="HOUR", multiple=every_hours)
+        if every_hours
+        else FreshnessSchedule(type="CRON", cron="0 6 * * *", timezone="UTC"),
+    )
+
+
+def test_a_failing_freshness_assertion_is_stale(make_node: MakeNode) -> None:
+    node = history_node(
+        SNOWFLAKE,
+        every(1, 12, silent_for=0.5),  # the history alone would say fresh
+        assertions=(freshness("orders_fresh", "FAILURE", severity="HIGH"),),
+    )
+
+    (finding,) = run_check(node, make_node).findings
+
+    assert finding.severity.value == "high"
+    assert finding.message == (
+        "last updated 2026-11-29 11:30 UTC; its freshness assertion `orders_fresh changes "
+        "daily` failed on 2026-11-29 11:00 UTC"
+    )
+    assert finding.evidence == {
+        "expectation": "freshness assertion",
+        "assertions": ["urn:li:assertion:orders_fresh"],
+        "failed_at": "2026-11-29T11:00:00+00:00",
+        "native_results": {"observed": "no change since yesterday"},
+        "last_updated": "2026-11-29T11:30:00+00:00",
+        "sla_hours": 24.0,
+    }
+
+
+def test_a_passing_freshness_assertion_is_fresh(make_node: MakeNode) -> None:
+    node = history_node(
+        SNOWFLAKE,
+        every(1, 12, silent_for=30),  # the history alone would say stale
+        assertions=(freshness("orders_fresh", "SUCCESS"),),
+    )
+
+    assert run_check(node, make_node) == CheckOutcome()
+
+
+@pytest.mark.parametrize("result", [None, "ERROR", "INIT"])
+def test_a_freshness_assertion_without_a_verdict_gives_its_schedule(
+    make_node: MakeNode, result: str | None
+) -> None:
+    node = history_node(SNOWFLAKE, [30], assertions=(freshness("orders_fresh", result),))
+
+    (finding,) = run_check(node, make_node).findings
+
+    assert finding.evidence["expectation"] == "freshness assertion"
+    assert finding.evidence["sla_hours"] == 24.0
+    assert (
+        "its freshness assertion `orders_fresh changes daily` expects a change every 24 hours"
+        in finding.message
+    )
+
+
+def test_a_cron_freshness_assertion_that_never_ran_leaves_the_cadence_to_decide(
+    make_node: MakeNode,
+) -> None:
+    node = history_node(
+        SNOWFLAKE,
+        every(1, 12, silent_for=5),
+        assertions=(freshness("orders_fresh", None, every_hours=None),),
+    )
+
+    (finding,) = run_check(node, make_node).findings
+
+    assert finding.evidence["expectation"] == "learned cadence"
+
+
+def test_an_explicit_sla_wins_over_a_freshness_assertion(make_node: MakeNode) -> None:
+    node = history_node(
+        SNOWFLAKE,
+        [2],
+        sla_property(24.0),
+        assertions=(freshness("orders_fresh", "FAILURE"),),
+    )
+
+    assert run_check(node, make_node) == CheckOutcome()
+
+
+def test_other_assertions_do_not_count(make_node: MakeNode) -> None:
+    volume = replace(freshness("rows", "FAILURE"), type="VOLUME", schedule=None)
+    elsewhere = freshness("other", "FAILURE", dataset=DATASET)
+    node = history_node(SNOWFLAKE, [2], assertions=(volume, elsewhere))
+
+    assert run_check(node, make_node) == CheckOutcome()

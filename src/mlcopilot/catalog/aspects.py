@@ -52,6 +52,7 @@ from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_fie
 
 from mlcopilot.errors import CatalogError
 from mlcopilot.model import (
+    UPDATE_HISTORY,
     AssertionRun,
     AssertionState,
     ColumnEdge,
@@ -71,7 +72,6 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
-from mlcopilot.model.catalog import UPDATE_HISTORY
 
 JsonObject = dict[str, Any]
 Aspects = Mapping[str, JsonObject]
@@ -203,7 +203,7 @@ def node_from_aspects(
     custom = custom_properties(aspects)
     times = (
         update_times(aspects, updates)
-        if updates is not None and entity_type is EntityType.DATASET
+        if updates is not None and entity_type is EntityType.DATASET and exists(aspects)
         else None
     )
     return Node(

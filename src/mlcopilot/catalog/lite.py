@@ -34,6 +34,7 @@ from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import CatalogError
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
+    UPDATE_HISTORY,
     AssertionState,
     Edge,
     IncidentSignal,
@@ -47,6 +48,7 @@ from mlcopilot.protocols import WalkLimits
 
 _BATCH = 500  # urns per IN (...) query, well under SQLite's bound-parameter limit
 _MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
+_DATASET_URNS = "urn:li:dataset:"
 _ASSERTION_URNS = "urn:li:assertion:*"  # a prefix GLOB: SQLite reads just that range of urns
 _INCIDENT_URNS = "urn:li:incident:*"
 _LATEST_RUNS = (
@@ -276,37 +278,39 @@ class LiteCatalog(ClosedOnExit):
         lite = self._handle(writable=True)
         self._forget()
         client = lite.sqlite_client
-        with self._errors():
-            # WAL while writing (readers keep reading); an earlier write of this handle may
-            # have left the file in rollback mode at rest (below).
-            client.execute("PRAGMA journal_mode = WAL")
-            # A load rewrites index pages over and over: keep up to 64 MB of them in memory
-            # rather than spilling them to the WAL before the commit.
-            client.execute("PRAGMA cache_size = -65536")
-            client.execute("BEGIN IMMEDIATE")  # take the write lock now, not at the first row
-            lite.start_deferring()
-            try:
-                writer = LiteWriter(lite)
-                yield writer
-                writer.finish()
-                client.commit()
-            except BaseException:
-                client.rollback()
-                raise
-            finally:
-                lite.stop_deferring()
-                self._forget()
-        # A large load leaves a WAL as big as itself: fold it into the file and drop it. The
-        # load is committed already, so a failure here (a full disk) must not be reported as
-        # a failed load: SQLite checkpoints again later.
-        with suppress(sqlite3.Error):
-            client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        # At rest in rollback-journal mode: a WAL file can only be read where SQLite may
-        # create its -shm and -wal files, so a read-only folder (or a dry run, which must
-        # write no file at all) could not read it. Fails harmlessly, leaving WAL, when
-        # another connection has the file open.
-        with suppress(sqlite3.Error):
-            client.execute("PRAGMA journal_mode = DELETE")
+        try:
+            with self._errors():
+                # WAL while writing (readers keep reading); an earlier write of this handle
+                # left the file in rollback mode at rest (below).
+                client.execute("PRAGMA journal_mode = WAL")
+                # A load rewrites index pages over and over: keep up to 64 MB of them in
+                # memory rather than spilling them to the WAL before the commit.
+                client.execute("PRAGMA cache_size = -65536")
+                client.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first row
+                lite.start_deferring()
+                try:
+                    writer = LiteWriter(lite)
+                    yield writer
+                    writer.finish()
+                    client.commit()
+                except BaseException:
+                    client.rollback()
+                    raise
+                finally:
+                    lite.stop_deferring()
+                    self._forget()
+            # A large load leaves a WAL as big as itself: fold it into the file and drop it.
+            # The load is committed already, so a failure here (a full disk) must not be
+            # reported as a failed load: SQLite checkpoints again later.
+            with suppress(sqlite3.Error):
+                client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            # At rest in rollback-journal mode, committed or not: a WAL file can only be read
+            # where SQLite may create its -shm and -wal files, so a read-only folder (or a
+            # dry run, which must write no file at all) could not read it. Fails harmlessly,
+            # leaving WAL, when another connection has the file open.
+            with suppress(sqlite3.Error):
+                client.execute("PRAGMA journal_mode = DELETE")
 
     def timeseries(
         self, urn: Urn, aspect_name: str, limit: int | None = None
@@ -369,16 +373,56 @@ class LiteCatalog(ClosedOnExit):
             self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
         )
         signals = self._signal_index()
+        history = self._update_history(urns)
         for urn in urns:
             aspects = found.get(urn, {})
             self._nodes[urn] = ax.node_from_aspects(
                 urn,
                 aspects,
+                updates=history.get(urn),
                 related=related,
                 assertions=signals.assertions.get(urn, ()),
                 incidents=signals.incidents.get(urn, ()),
             )
             self._edges[urn] = ax.edges_from_aspects(urn, aspects)
+
+    def _update_history(self, urns: Sequence[Urn]) -> dict[Urn, list[int]]:
+        """When each dataset among ``urns`` changed, as its stored history says (epoch ms).
+
+        Every stored ``operation`` event and ``datasetProperties`` version, read by
+        :func:`~mlcopilot.catalog.aspects.update_stamps`; of each aspect only the newest
+        :data:`~mlcopilot.model.UPDATE_HISTORY` by time (a busy table has thousands of
+        operations), whatever order they were written in. A dataset with none gets [].
+        """
+        datasets = [u for u in urns if u.startswith(_DATASET_URNS)]
+        history: dict[Urn, list[int]] = {u: [] for u in datasets}
+        if not datasets:
+            return history
+        names = list(ax.UPDATE_ASPECTS)
+        query = (
+            "SELECT urn, aspect_name, updated, reported, modified FROM ("
+            "SELECT urn, aspect_name, json_extract(metadata, '$.lastUpdatedTimestamp') AS updated,"
+            " json_extract(metadata, '$.timestampMillis') AS reported,"
+            " json_extract(metadata, '$.lastModified.time') AS modified,"
+            " ROW_NUMBER() OVER (PARTITION BY urn, aspect_name ORDER BY COALESCE("
+            "json_extract(metadata, '$.lastUpdatedTimestamp'),"
+            " json_extract(metadata, '$.lastModified.time'), 0) DESC) AS newest "
+            f"FROM metadata_aspect_v2 WHERE urn IN ({','.join('?' * len(datasets))}) "
+            f"AND aspect_name IN ({','.join('?' * len(names))}) AND version > 0"
+            ") WHERE newest <= ?"
+        )
+        with self._errors():
+            rows = self._handle().sqlite_client.execute(query, [*datasets, *names, UPDATE_HISTORY])
+            for urn, name, updated, reported, modified in rows:
+                value = (
+                    {"lastUpdatedTimestamp": updated, "timestampMillis": reported}
+                    if name == "operation"
+                    else {"lastModified": {"time": modified}}
+                )
+                stamp = ax.update_stamps(name, value)
+                if stamp is not None:
+                    history[urn].append(stamp)
+        return history
 
     def _check_current(self) -> None:
         """Forget what was read if another connection has written to the file since."""

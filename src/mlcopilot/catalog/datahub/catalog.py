@@ -195,6 +195,8 @@ class _Bundle:
     """A dataset's assertions as read (GraphQL has them on datasets only); None: not read."""
     incidents: list[tuple[Urn, ax.JsonObject]] | None = None
     """Its active incidents as ``incidentInfo`` JSON (datasets and jobs); None: not read."""
+    updates: list[int] | None = None
+    """A dataset's recent updates (epoch ms) from its ``operations``; None: not read."""
 
     upstream: list[Edge] | None = None
     """Its edges once worked out (the walk asks for them more than once)."""
@@ -625,6 +627,8 @@ class DataHubCatalog(ClosedOnExit):
             operation = _operation(entity.get("operations"))
             if operation is not None:
                 bundle.aspects["operation"] = operation
+            if "operations" in entity:
+                bundle.updates = _update_stamps(entity.get("operations"))
             bundle.producers = self._related(urn, entity.get("producers"), q.PRODUCES)
             bundle.tables = self._related(urn, entity.get("tables"), q.CONTAINS)
             if "assertions" in entity:
@@ -924,6 +928,8 @@ def _merge(into: _Bundle, part: _Bundle) -> None:
         into.assertions = [*(into.assertions or []), *part.assertions]
     if part.incidents is not None:
         into.incidents = [*(into.incidents or []), *part.incidents]
+    if part.updates is not None:
+        into.updates = [*(into.updates or []), *part.updates]
 
 
 def _raw_aspects(urn: Urn, raw: object) -> dict[str, ax.JsonObject]:
@@ -951,6 +957,16 @@ def _operation(raw: object) -> ax.JsonObject | None:
         return None
     keys = ("timestampMillis", "lastUpdatedTimestamp", "operationType", "customOperationType")
     return {k: latest[k] for k in keys if latest.get(k) is not None}
+
+
+def _update_stamps(raw: object) -> list[int]:
+    """When the data changed, by each of the ``operations`` GraphQL returned (epoch ms)."""
+    stamps = (
+        (ax.update_stamps("operation", item) for item in raw if isinstance(item, Mapping))
+        if isinstance(raw, list)
+        else ()
+    )
+    return [s for s in stamps if s is not None]
 
 
 def _run_event(raw: object) -> ax.JsonObject | None:
@@ -1066,6 +1082,7 @@ def _node(urn: Urn, bundle: _Bundle, related: Mapping[Urn, ax.Aspects]) -> Node:
         return ax.node_from_aspects(
             urn,
             bundle.aspects,
+            updates=bundle.updates,
             related=related,
             assertions=_assertion_states(urn, bundle.assertions),
             incidents=_incident_signals(bundle.incidents),

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mlcopilot.model import UPDATE_HISTORY
+
 GRAPHQL_TYPES: dict[str, str] = {
     "dataset": "Dataset",
     "mlModel": "MLModel",
@@ -54,8 +56,9 @@ _RAW = "aspects(input: $aspects) { aspectName payload }"
 _PRODUCERS = "producers: relationships(input: $producers) { ...related }"
 _TABLES = "tables: relationships(input: $tables) { ...related }"
 _OPERATIONS = (
-    "operations(limit: 1) { timestampMillis lastUpdatedTimestamp operationType "
-    "customOperationType }"
+    # The recent history, not only the latest: stale_source learns a dataset's cadence from it.
+    f"operations(limit: {UPDATE_HISTORY}) {{ timestampMillis lastUpdatedTimestamp "
+    "operationType customOperationType }"
 )
 
 _ASSERTION = (
@@ -106,7 +109,7 @@ query mlcopilotEntities(
   }}
 }}
 {_RELATED}"""
-"""One batch of entities: raw aspects, the latest operation, who writes or contains them,
+"""One batch of entities: raw aspects, the recent operations, who writes or contains them,
 and DataHub's quality signals: a dataset's assertions with their latest runs, and the active
 incidents on a dataset or job (GraphQL has neither on the ML types)."""
 
