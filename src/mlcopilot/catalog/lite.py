@@ -278,37 +278,39 @@ class LiteCatalog(ClosedOnExit):
         lite = self._handle(writable=True)
         self._forget()
         client = lite.sqlite_client
-        with self._errors():
-            # WAL while writing (readers keep reading); an earlier write of this handle may
-            # have left the file in rollback mode at rest (below).
-            client.execute("PRAGMA journal_mode = WAL")
-            # A load rewrites index pages over and over: keep up to 64 MB of them in memory
-            # rather than spilling them to the WAL before the commit.
-            client.execute("PRAGMA cache_size = -65536")
-            client.execute("BEGIN IMMEDIATE")  # take the write lock now, not at the first row
-            lite.start_deferring()
-            try:
-                writer = LiteWriter(lite)
-                yield writer
-                writer.finish()
-                client.commit()
-            except BaseException:
-                client.rollback()
-                raise
-            finally:
-                lite.stop_deferring()
-                self._forget()
-        # A large load leaves a WAL as big as itself: fold it into the file and drop it. The
-        # load is committed already, so a failure here (a full disk) must not be reported as
-        # a failed load: SQLite checkpoints again later.
-        with suppress(sqlite3.Error):
-            client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        # At rest in rollback-journal mode: a WAL file can only be read where SQLite may
-        # create its -shm and -wal files, so a read-only folder (or a dry run, which must
-        # write no file at all) could not read it. Fails harmlessly, leaving WAL, when
-        # another connection has the file open.
-        with suppress(sqlite3.Error):
-            client.execute("PRAGMA journal_mode = DELETE")
+        try:
+            with self._errors():
+                # WAL while writing (readers keep reading); an earlier write of this handle
+                # left the file in rollback mode at rest (below).
+                client.execute("PRAGMA journal_mode = WAL")
+                # A load rewrites index pages over and over: keep up to 64 MB of them in
+                # memory rather than spilling them to the WAL before the commit.
+                client.execute("PRAGMA cache_size = -65536")
+                client.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first row
+                lite.start_deferring()
+                try:
+                    writer = LiteWriter(lite)
+                    yield writer
+                    writer.finish()
+                    client.commit()
+                except BaseException:
+                    client.rollback()
+                    raise
+                finally:
+                    lite.stop_deferring()
+                    self._forget()
+            # A large load leaves a WAL as big as itself: fold it into the file and drop it.
+            # The load is committed already, so a failure here (a full disk) must not be
+            # reported as a failed load: SQLite checkpoints again later.
+            with suppress(sqlite3.Error):
+                client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            # At rest in rollback-journal mode, committed or not: a WAL file can only be read
+            # where SQLite may create its -shm and -wal files, so a read-only folder (or a
+            # dry run, which must write no file at all) could not read it. Fails harmlessly,
+            # leaving WAL, when another connection has the file open.
+            with suppress(sqlite3.Error):
+                client.execute("PRAGMA journal_mode = DELETE")
 
     def timeseries(
         self, urn: Urn, aspect_name: str, limit: int | None = None
