@@ -15,6 +15,9 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    __version__: str
+    """This distribution's version, from its installed metadata (read on first use)."""
+
     from mlcopilot.errors import (
         CatalogError,
         CatalogUnavailable,
@@ -117,12 +120,29 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use, then keep it here."""
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value  # later lookups skip this function
     return value
+
+
+DISTRIBUTION = "ml-incident-copilot"
+"""The name this package is installed under (``pip install ml-incident-copilot``)."""
+
+
+def _version() -> str:
+    """The installed distribution's version (``mlcopilot --version``), from its metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def __dir__() -> list[str]:

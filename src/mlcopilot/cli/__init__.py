@@ -6,8 +6,10 @@ which also holds the shared options and the one error handler every command runs
 
 import sys
 
+import typer
+
 from mlcopilot import redact
-from mlcopilot.cli._app import app, err
+from mlcopilot.cli._app import app, click_error_type, err, print_usage_error
 
 # Imported for the commands they register, in the order `mlcopilot --help` lists them.
 # isort: off
@@ -22,7 +24,15 @@ def main() -> None:
     """Entry point of the ``mlcopilot`` command."""
     redact.install()
     try:
-        app()
+        # Not standalone: a bad command line comes back here, to be said as one `error:` line
+        # like every other error, not as click's "Usage: ... Error: ..." block.
+        code = app(standalone_mode=False)
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
+    except click_error_type() as exc:
+        sys.exit(print_usage_error(exc))
+    except typer.Abort:  # EOF at a prompt
+        err.print("aborted")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
