@@ -234,7 +234,9 @@ def test_markdown_report_to_file(demo_catalog: Mlcopilot, tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["scan", "--model", "not-an-urn"], 2, "not an mlModel urn"),
+        # Not an urn: taken for a model's name, and none has it.
+        (["scan", "--model", "not-an-urn"], 2, "no model of that name"),
+        (["scan", "--model", "urn:li:dataset:(urn:li:dataPlatform:x,y,PROD)"], 2, "not an mlModel"),
         (
             ["scan", "--model", "urn:li:mlModel:(urn:li:dataPlatform:x,nope,PROD)"],
             2,

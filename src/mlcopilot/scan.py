@@ -10,6 +10,7 @@ would-be write-back and notifications.
 
 from __future__ import annotations
 
+import difflib
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
+from mlcopilot.names import short_name
 from mlcopilot.notify.acks import AckReport, AckSource, read_back
 from mlcopilot.notify.codec import NotifyPolicy, NotifyRequest, PlannedRow, Sink
 from mlcopilot.notify.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
@@ -406,17 +408,55 @@ def _models_to_scan(catalog: Catalog, requested: Sequence[Urn]) -> list[Urn]:
                 "entities) to scan; load metadata with `mlcopilot catalog load FILE`"
             )
         return models
-    for urn in requested:
+    urns = [u if u.startswith("urn:li:") else _model_named(catalog, u) for u in requested]
+    for urn in urns:
         if not urn.startswith("urn:li:mlModel:("):
             raise UsageError(
-                f"--model {urn!r} is not an mlModel urn; expected "
-                "urn:li:mlModel:(urn:li:dataPlatform:PLATFORM,NAME,ENV)"
+                f"--model {urn!r} is not an mlModel urn; expected a model's name or "
+                "urn:li:mlModel:(urn:li:dataPlatform:PLATFORM,NAME,ENV) "
+                "(`mlcopilot catalog models` lists them)"
             )
-    found = catalog.nodes(list(requested))
-    missing = [u for u in requested if not found[u].exists]
+    found = catalog.nodes(urns)
+    missing = [u for u in urns if not found[u].exists]
     if missing:
-        raise UsageError(f"--model {missing[0]}: no such model in {catalog.label}")
-    return list(dict.fromkeys(requested))
+        raise UsageError(
+            f"--model {missing[0]}: no such model in {catalog.label}"
+            + _did_you_mean(catalog, short_name(missing[0]))
+        )
+    return list(dict.fromkeys(urns))
+
+
+def _model_named(catalog: Catalog, name: str) -> Urn:
+    """The one model whose name (its urn's name part) is ``name``.
+
+    Raises:
+        UsageError: No model has that name (close names are suggested), or several do (in
+            different platforms or environments: they are listed, to pick one by urn).
+    """
+    models = catalog.models()
+    named = [u for u in models if short_name(u) == name]
+    if not named:  # a name typed in another case is still unambiguous if only one matches
+        named = [u for u in models if short_name(u).lower() == name.lower()]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise UsageError(
+            f"--model {name}: {len(named)} models have this name; give one's urn: "
+            + ", ".join(named)
+        )
+    raise UsageError(
+        f"--model {name}: no model of that name in {catalog.label}"
+        + _did_you_mean(catalog, name, models)
+    )
+
+
+def _did_you_mean(catalog: Catalog, name: str, models: Sequence[Urn] | None = None) -> str:
+    """``; did you mean a, b?`` with the models named most like ``name`` (or nothing)."""
+    names = sorted({short_name(u) for u in (catalog.models() if models is None else models)})
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        return f"; did you mean {', '.join(close)}? (`mlcopilot catalog models` lists them all)"
+    return "; `mlcopilot catalog models` lists the models it holds"
 
 
 def _nothing_to_scan(catalog: Catalog) -> str:

@@ -1,7 +1,8 @@
-"""``mlcopilot catalog load`` and ``mlcopilot baseline accept``: what the embedded catalog holds."""
+"""``mlcopilot catalog load|models`` and ``baseline accept``: what a catalog holds."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -13,6 +14,10 @@ from rich.markup import escape
 
 from mlcopilot.cli._app import (
     CatalogOption,
+    Every,
+    FormatOption,
+    ListFormat,
+    OutputOption,
     StateOption,
     baseline_app,
     catalog_app,
@@ -20,6 +25,8 @@ from mlcopilot.cli._app import (
     err,
     opened,
     out,
+    rendered,
+    write_output,
 )
 from mlcopilot.wording import count
 
@@ -67,8 +74,6 @@ def catalog_load(
 @contextmanager
 def _load_progress() -> Iterator[Callable[[int, int], None]]:
     """``catalog load``'s progress: a bar by bytes on a terminal, else a line every 15 s."""
-    import time
-
     if err.is_terminal:
         from rich.progress import (
             BarColumn,
@@ -84,17 +89,59 @@ def _load_progress() -> Iterator[Callable[[int, int], None]]:
             task = bar.add_task("load", total=None)
             yield lambda done, total: bar.update(task, completed=done, total=total)
         return
-    started = last = time.monotonic()
+    every = Every()
 
     def line(done: int, total: int) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last >= 15:
-            last = now
-            rate = done / (now - started) / 1e6
+        if every.due():
+            rate = done / every.elapsed() / 1e6
             err.print(f"loading: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB ({rate:.1f} MB/s)")
 
     yield line
+
+
+_MODEL_URN = re.compile(r"^urn:li:mlModel:\((?P<platform>[^,]+),.*,(?P<env>[^,()]+)\)$")
+
+
+@catalog_app.command("models")
+def catalog_models(
+    catalog: CatalogOption = None,
+    output_format: FormatOption = ListFormat.table,
+    output: OutputOption = None,
+) -> None:
+    """List the ML models a catalog holds: what `scan --model` takes (a name or an urn)."""
+    from mlcopilot.cli.render.report import render_models_json
+    from mlcopilot.cli.render.terminal import print_models
+    from mlcopilot.names import short_name
+    from mlcopilot.wiring import open_catalog
+
+    settings = command_settings(catalog=catalog)
+    cat = open_catalog(settings.catalog_spec, settings)
+    try:
+        label = cat.label
+        urns = cat.models()
+        edges = cat.upstream(urns) if urns else []
+    finally:
+        cat.close()
+    upstream: dict[str, set[str]] = {urn: set() for urn in urns}
+    for edge in edges:
+        if edge.downstream in upstream:
+            upstream[edge.downstream].add(edge.upstream)
+    rows = []
+    for urn in urns:
+        parts = _MODEL_URN.match(urn)
+        platform = short_name(parts["platform"]) if parts else ""
+        env = parts["env"] if parts else ""
+        rows.append((urn, short_name(urn), platform, env, len(upstream[urn])))
+    if output_format is ListFormat.json:
+        write_output(output, render_models_json(rows))
+        return
+    if not rows:
+        out.print(f"No ML models in {escape(label)}.")
+        return
+    if output is None:
+        print_models(rows, out)
+    else:
+        write_output(output, rendered(lambda console: print_models(rows, console)))
 
 
 @baseline_app.command("accept")

@@ -1,9 +1,13 @@
-"""``mlcopilot incidents list|ack|resolve``: the incidents people triage."""
+"""``mlcopilot incidents list|ack|resolve``: the incidents people triage.
+
+An incident is named by its id or any unique start of it of :data:`MIN_PREFIX` characters or
+more, as ``git`` takes a short commit hash: the first half of an id copied from a narrow
+terminal is enough, and an ambiguous start lists the incidents it could mean.
+"""
 
 from __future__ import annotations
 
 import getpass
-import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -12,54 +16,112 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mlcopilot.cli._app import (
+    AnnouncedWaits,
     CatalogOption,
+    FormatOption,
     ListFormat,
+    OutputOption,
     StateOption,
     command_settings,
+    err,
     incidents_app,
     opened,
     out,
+    rendered,
+    write_output,
 )
 from mlcopilot.clock import OffsetClock
+from mlcopilot.errors import UsageError
 
 if TYPE_CHECKING:
     from mlcopilot.model import Incident
+    from mlcopilot.protocols import StateStore
+
+MIN_PREFIX = 6
+"""The shortest start of an id that ``ack`` and ``resolve`` take for the whole id."""
 
 
 class StateFilter(StrEnum):
     """Which incidents ``incidents list`` shows."""
 
+    active = "active"
+    """Open or acknowledged: everything not resolved (the default)."""
     open = "open"
     acknowledged = "acknowledged"
     resolved = "resolved"
     all = "all"
 
 
+IdsArgument = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="ID...",
+        help=f"Incident ids, or unique starts of them ({MIN_PREFIX} characters or more).",
+        show_default=False,
+    ),
+]
+
+
 @incidents_app.command("list")
 def incidents_list(
-    model: Annotated[str | None, typer.Option(help="Only this model's incidents.")] = None,
-    state: Annotated[StateFilter, typer.Option(help="Which incidents to show.")] = StateFilter.open,
-    output_format: Annotated[ListFormat, typer.Option("--format")] = ListFormat.table,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            metavar="URN|NAME",
+            help="Only this model's incidents: its urn or its name (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    state: Annotated[
+        StateFilter,
+        typer.Option(help="Which: active = open and acknowledged; all includes resolved."),
+    ] = StateFilter.active,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1, metavar="N", help="At most N incidents, newest first.", show_default=False
+        ),
+    ] = None,
+    output_format: FormatOption = ListFormat.table,
+    output: OutputOption = None,
     state_url: StateOption = None,
 ) -> None:
-    """List incidents (open and acknowledged ones by default)."""
+    """List incidents (the active ones, open or acknowledged, by default), newest first."""
     from mlcopilot.cli.render.report import render_incidents_json
-    from mlcopilot.cli.render.terminal import print_incidents
+    from mlcopilot.cli.render.terminal import print_incidents, safe
+    from mlcopilot.names import short_name
     from mlcopilot.wiring import open_state
 
     store = open_state(command_settings(state_url=state_url))
     try:
-        incidents = store.incidents(model=model, include_resolved=state is not StateFilter.open)
+        wanted_resolved = state in (StateFilter.resolved, StateFilter.all)
+        incidents = store.incidents(include_resolved=wanted_resolved)
     finally:
         store.close()
-    incidents = [i for i in incidents if _state_matches(i, state)]
+    models = set(model or ())
+    incidents = [
+        i
+        for i in incidents
+        if _state_matches(i, state)
+        and (not models or i.model in models or short_name(i.model) in models)
+    ]
+    if limit is not None:
+        incidents = incidents[:limit]
     if output_format is ListFormat.json:
-        sys.stdout.write(render_incidents_json(incidents))
+        write_output(output, render_incidents_json(incidents))
         return
     if not incidents:
-        out.print(f"No {state.value} incidents.")
+        which = "active (open or acknowledged)" if state is StateFilter.active else state.value
+        if state is StateFilter.all:
+            which = "recorded"
+        of = f" for {safe(', '.join(sorted(models)))}" if models else ""
+        out.print(f"No {which} incidents{of}.")
         return
-    print_incidents(incidents, out)
+    if output is None:
+        print_incidents(incidents, out)
+    else:
+        write_output(output, rendered(lambda console: print_incidents(incidents, console)))
 
 
 def _state_matches(incident: Incident, wanted: StateFilter) -> bool:
@@ -67,18 +129,55 @@ def _state_matches(incident: Incident, wanted: StateFilter) -> bool:
 
     if wanted is StateFilter.all:
         return True
-    if wanted is StateFilter.open:
+    if wanted is StateFilter.active:
         return incident.is_open
     return incident.state is IncidentState(wanted.value)
 
 
+def resolve_id(store: StateStore, given: str) -> str:
+    """The id of the one incident ``given`` names: the id itself or a unique start of it.
+
+    Raises:
+        UsageError: No incident has this id or start, the start is shorter than
+            :data:`MIN_PREFIX`, or several ids start so (they are listed).
+    """
+    from mlcopilot.names import short_name
+
+    if store.get(given) is not None:
+        return given
+    start = given.strip().lower()
+    if len(start) < MIN_PREFIX:
+        raise UsageError(
+            f"no incident {given}; give its id or at least {MIN_PREFIX} of its first "
+            "characters — see `mlcopilot incidents list`"
+        )
+    matches = [i for i in store.incidents(include_resolved=True) if i.id.startswith(start)]
+    if not matches:
+        raise UsageError(f"no incident {given} — see `mlcopilot incidents list`")
+    if len(matches) > 1:
+        candidates = [
+            f"{i.id}  {i.state.value}  {i.check} at {short_name(i.entity)} ({short_name(i.model)})"
+            for i in matches
+        ]
+        raise UsageError(
+            f"{given} starts {len(matches)} incident ids; give more of the one you mean:\n"
+            + "\n".join(candidates)
+        )
+    return matches[0].id
+
+
 @incidents_app.command("ack")
 def incidents_ack(
-    incident_id: Annotated[str, typer.Argument(metavar="ID", help="Incident id.")],
-    by: Annotated[str | None, typer.Option(help="Who acknowledges (default: $USER).")] = None,
+    incident_ids: IdsArgument,
+    by: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="Who acknowledges (default: $USER).", show_default=False),
+    ] = None,
     state_url: StateOption = None,
 ) -> None:
-    """Acknowledge an incident: someone is on it."""
+    """Acknowledge incidents: someone is on them (no more updates or reminders, only the fix)."""
+    from mlcopilot.cli.render.terminal import safe
+    from mlcopilot.model import IncidentState
     from mlcopilot.names import short_name
     from mlcopilot.notify.delivery import hand_change_request
     from mlcopilot.notify.sinks.config import NotifySettings
@@ -86,31 +185,47 @@ def incidents_ack(
 
     config = command_settings(state_url=state_url)
     settings = NotifySettings.from_settings(config)
+    who = by or getpass.getuser()
     store = open_state(config)
     try:
-        now = datetime.now(UTC)
-        current = store.get(incident_id)
-        request = None
-        if current is not None:
+        ids = [resolve_id(store, given) for given in incident_ids]  # all named before any ack
+        for incident_id in dict.fromkeys(ids):
+            now = datetime.now(UTC)
+            current = store.get(incident_id)
+            assert current is not None  # resolve_id found it
+            where = f"{current.check} at {short_name(current.entity)}"
+            if current.state is IncidentState.ACKNOWLEDGED:
+                first = current.acknowledged_by or "someone"
+                when = _when(current.acknowledged_at)
+                same = " (you)" if first == who else f"; not changed to {who}"
+                out.print(
+                    f"{incident_id} ({safe(where)}) was already acknowledged by "
+                    f"{safe(first)}{when}{safe(same)}."
+                )
+                continue
             request = hand_change_request(settings, store, current.model, resolving=None, at=now)
             request = replace(request, writeback=())
-        incident = store.acknowledge(
-            incident_id, by=by or getpass.getuser(), at=now, notify=request
-        )
+            incident = store.acknowledge(incident_id, by=who, at=now, notify=request)
+            out.print(f"Acknowledged {incident.id} ({safe(where)}) as {safe(who)}.")
     finally:
         store.close()
-    out.print(f"Acknowledged {incident.id} ({incident.check} at {short_name(incident.entity)}).")
+
+
+def _when(at: datetime | None) -> str:
+    return f" at {at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if at is not None else ""
 
 
 @incidents_app.command("resolve")
 def incidents_resolve(
-    incident_id: Annotated[str, typer.Argument(metavar="ID", help="Incident id.")],
-    reason: Annotated[str, typer.Option(help="Why it is resolved.")] = "resolved by hand",
+    incident_ids: IdsArgument,
+    reason: Annotated[str, typer.Option(metavar="TEXT", help="Why it is resolved.")] = (
+        "resolved by hand"
+    ),
     catalog: CatalogOption = None,
     state_url: StateOption = None,
 ) -> None:
-    """Resolve an incident by hand and update the catalog (reopens if the risk is still there)."""
-    from mlcopilot.cli.render.terminal import print_relay, print_writes
+    """Resolve incidents by hand and update the catalog (reopens if the risk is still there)."""
+    from mlcopilot.cli.render.terminal import print_relay, print_writes, safe
     from mlcopilot.names import short_name
     from mlcopilot.notify.delivery import hand_change_request
     from mlcopilot.notify.delivery import relay as build_relay
@@ -119,17 +234,20 @@ def incidents_resolve(
     config = command_settings(catalog, state_url)
     settings = NotifySettings.from_settings(config)
     with opened(config) as (cat, store):
+        ids = [resolve_id(store, given) for given in incident_ids]
         now = datetime.now(UTC)
-        current = store.get(incident_id)
-        request = None
-        if current is not None:
+        for incident_id in dict.fromkeys(ids):
+            current = store.get(incident_id)
+            assert current is not None  # resolve_id found it
             request = hand_change_request(
                 settings, store, current.model, resolving=(incident_id, reason), at=now
             )
-        incident = store.resolve(incident_id, at=now, reason=reason, notify=request)
-        relay, datahub = build_relay(settings, cat, store, OffsetClock(now))
+            incident = store.resolve(incident_id, at=now, reason=reason, notify=request)
+            where = f"{incident.check} at {short_name(incident.entity)}"
+            out.print(f"Resolved {incident.id} ({safe(where)}).")
+        clock = AnnouncedWaits(OffsetClock(now), err)
+        relay, datahub = build_relay(settings, cat, store, clock)
         report = relay.run()
-    out.print(f"Resolved {incident.id} ({incident.check} at {short_name(incident.entity)}).")
     print_writes(datahub.applied, out, dry_run=False)
     print_relay(report, out)
     if not report.ok:

@@ -17,7 +17,9 @@ import typer
 from rich.markup import escape
 
 from mlcopilot.cli._app import (
+    AnnouncedWaits,
     CatalogOption,
+    Every,
     StateOption,
     app,
     command_settings,
@@ -28,6 +30,7 @@ from mlcopilot.cli.scan_guard import opened_for_scan, report_path, scan_clock, w
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
 from mlcopilot.model import Severity
+from mlcopilot.wording import count
 
 if TYPE_CHECKING:
     from mlcopilot.cli.render.summary import Closing
@@ -154,8 +157,14 @@ def scan_command(
             f"The report goes to {escape(str(output))} as markdown (tables are for terminals)."
         )
         output_format = OutputFormat.markdown
-    with opened_for_scan(settings, dry_run=dry_run) as (cat, store), _progress() as progress:
-        delivery = scan_delivery(notify, cat, OffsetClock(options.now), deliver=deliver)
+    with (
+        opened_for_scan(settings, dry_run=dry_run) as (cat, store),
+        _progress(quiet=quiet) as progress,
+    ):
+        clock = OffsetClock(options.now)
+        # The relay may wait (group_wait, a retry): said on stderr, so a CI log never looks hung.
+        waits = clock if quiet else AnnouncedWaits(clock, err)
+        delivery = scan_delivery(notify, cat, waits, deliver=deliver)
         result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
     closing = Closing(result, verdict, time.monotonic() - started)
@@ -249,9 +258,10 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 @contextmanager
-def _progress() -> Iterator[ScanProgress | None]:
+def _progress(*, quiet: bool = False) -> Iterator[ScanProgress | None]:
+    """A bar on a terminal; off one, a line every 15 s (a CI log), none with --quiet."""
     if not err.is_terminal:
-        yield None
+        yield None if quiet else _progress_lines()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -269,7 +279,27 @@ def _progress() -> Iterator[ScanProgress | None]:
     task = bar.add_task("", total=None)
 
     def advance(done: int, total: int, model: str) -> None:
-        bar.update(task, completed=done, total=total, description=short_name(model))
+        # The last call names no model: every walk is done, the scan records and writes.
+        what = short_name(model) if model else "recording and writing back"
+        bar.update(task, completed=done, total=total, description=what)
 
     with bar:
         yield advance
+
+
+def _progress_lines() -> ScanProgress:
+    """``scanning: 37 of 100 models done, now model_0037, 15 s``, at most every 15 s."""
+    from mlcopilot.names import short_name
+
+    every = Every()
+
+    def line(done: int, total: int, model: str) -> None:
+        if every.due():
+            at = f", now {short_name(model)}" if model else ", recording and writing back"
+            err.print(
+                f"scanning: {done} of {count(total, 'model')} done{escape(at)}, "
+                f"{every.elapsed():.0f} s",
+                soft_wrap=True,
+            )
+
+    return line

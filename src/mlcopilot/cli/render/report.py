@@ -26,6 +26,7 @@ from mlcopilot.gate import GateVerdict
 from mlcopilot.model import Finding, Incident, ModelReport, plain_json
 from mlcopilot.names import short_name
 from mlcopilot.notify.codec import OutboxItem
+from mlcopilot.notify.sinks.text import md_code, md_text
 from mlcopilot.redact import redact
 from mlcopilot.scan import ScanResult
 from mlcopilot.wording import count
@@ -198,11 +199,16 @@ def render_markdown(result: ScanResult, closing: Closing | None = None) -> str:
 
     It ends with the gate's verdict and the closing summary (``closing``; default: no gate,
     time not measured). Its title and catalog line name no runner's path or microsecond.
+
+    Catalog text is made safe as the GitHub sink makes it (it usually becomes a pull-request
+    comment): names and urns in code spans, prose with every markdown character escaped and
+    mentions in code spans (:func:`~mlcopilot.notify.sinks.text.md_text`).
     """
     closing = closing or Closing(result, None)
     when = result.now.strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"# mlcopilot scan — {when}", "", f"Catalog: `{_catalog(result.catalog)}`", ""]
-    lines += [item for note in result.notes for item in (_md(note), "")]
+    catalog = md_code(_catalog(result.catalog), _URN_LIMIT)
+    lines = [f"# mlcopilot scan — {when}", "", f"Catalog: {catalog}", ""]
+    lines += [item for note in result.notes for item in (md_text(note, _TEXT_LIMIT), "")]
     for model in result.models:
         lines += _markdown_model(model)
     return "\n".join(lines + _markdown_summary(closing)) + "\n"
@@ -211,11 +217,12 @@ def render_markdown(result: ScanResult, closing: Closing | None = None) -> str:
 def _markdown_summary(closing: Closing) -> list[str]:
     head, *rest = summary_lines(closing, gate=False)
     gate, *reasons = gate_lines(closing.verdict)
-    lines = ["## Summary", "", f"**{_md(gate[0].upper() + gate[1:])}**", ""]
+    lines = ["## Summary", "", f"**{md_text(gate[0].upper() + gate[1:], _TEXT_LIMIT)}**", ""]
     if reasons:
-        lines += [f"- {_md(reason.strip().removeprefix('- '))}" for reason in reasons] + [""]
-    lines += [_md(head.removeprefix("Summary: ").capitalize()), ""]
-    lines += [f"- {_md(line)}" for line in rest]
+        shown = [md_text(reason.strip().removeprefix("- "), _TEXT_LIMIT) for reason in reasons]
+        lines += [f"- {reason}" for reason in shown] + [""]
+    lines += [md_text(head.removeprefix("Summary: ").capitalize(), _TEXT_LIMIT), ""]
+    lines += [f"- {md_text(line, _TEXT_LIMIT)}" for line in rest]
     return lines
 
 
@@ -228,7 +235,7 @@ def _catalog(label: str) -> str:
 
 def _markdown_model(model: ModelReport) -> list[str]:
     lineage = model.lineage
-    lines = [f"## {_md(short_name(model.urn))}", "", f"`{model.urn}`", ""]
+    lines = [f"## {md_text(short_name(model.urn))}", "", md_code(model.urn, _URN_LIMIT), ""]
     coverage = f"Walked {count(len(lineage.nodes), 'node')}"
     if lineage.truncated:
         coverage += " (**truncated**: a hop or node cap was reached)"
@@ -240,8 +247,10 @@ def _markdown_model(model: ModelReport) -> list[str]:
     if model.findings:
         lines += ["| Severity | Check | Entity | Field | Finding |", "|---|---|---|---|---|"]
         lines += [
-            f"| {f.severity.value} | {f.check} | {_md(short_name(f.entity))} "
-            f"| {_md(f.field or '')} | {_md(f.message)} |"
+            f"| {f.severity.value} | {md_text(f.check, in_table=True)} "
+            f"| {md_code(short_name(f.entity), in_table=True)} "
+            f"| {md_code(f.field, in_table=True) if f.field else ''} "
+            f"| {md_text(f.message, _TEXT_LIMIT, in_table=True)} |"
             for f in model.findings
         ]
     elif model.gaps:
@@ -250,18 +259,24 @@ def _markdown_model(model: ModelReport) -> list[str]:
         lines.append("No findings.")
     if model.gaps:
         lines += ["", "Coverage gaps (lineage stops before a dataset; not checked):", ""]
-        lines += [f"- `{gap.entity}`: {_md(gap.reason)}" for gap in model.gaps]
+        lines += [
+            f"- {md_code(gap.entity, _URN_LIMIT)}: {md_text(gap.reason, _TEXT_LIMIT)}"
+            for gap in model.gaps
+        ]
     if model.unknown:
         lines += ["", "Unknown (not checked):", ""]
         lines += [
-            f"- `{urn}`: {'; '.join(reasons)}" for urn, reasons in sorted(model.unknown.items())
+            f"- {md_code(urn, _URN_LIMIT)}: {md_text('; '.join(reasons), _TEXT_LIMIT)}"
+            for urn, reasons in sorted(model.unknown.items())
         ]
     lines.append("")
     return lines
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_URN_LIMIT = 2_000
+"""Urns are shown whole in the markdown report (a cut one cannot be looked up)."""
+_TEXT_LIMIT = 2_000
+"""Messages and reasons likewise: the sinks cut theirs to fit an issue or a Slack block."""
 
 
 def _iso(value: Any) -> str | None:
@@ -293,3 +308,12 @@ def outbox_dict(item: OutboxItem) -> dict[str, Any]:
 def render_outbox_json(items: Sequence[OutboxItem]) -> str:
     """``outbox list --format json``."""
     return json.dumps([outbox_dict(i) for i in items], indent=2, ensure_ascii=False) + "\n"
+
+
+def render_models_json(models: Sequence[tuple[str, str, str, str, int]]) -> str:
+    """``catalog models --format json``: each model's urn, name, platform, env, upstream count."""
+    shown = [
+        {"urn": urn, "name": name, "platform": platform, "env": env, "upstream": upstream}
+        for urn, name, platform, env, upstream in models
+    ]
+    return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
