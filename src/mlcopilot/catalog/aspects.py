@@ -740,7 +740,8 @@ def assertion_entity(info: Mapping[str, Any]) -> Urn | None:
     ``freshnessAssertion.entity``, ``customAssertion.entity``, …), else ``entityUrn``.
     """
     for record, key in _ASSERTION_TARGETS:
-        target = _get(info, record, key)
+        sub = info.get(record)
+        target = sub.get(key) if isinstance(sub, dict) else None
         if isinstance(target, str) and target:
             return _dataset_of(target)
     target = info.get("entityUrn")
@@ -759,26 +760,40 @@ def assertion_fields(info: Mapping[str, Any]) -> tuple[str, ...]:
     urns), ``fieldAssertion`` (its field spec's ``path``, or ``fieldPath``) and any target
     that is itself a column's urn.
     """
+    # A large estate holds tens of thousands of assertions: only the sub-records present are
+    # looked at, and JSON objects are dicts (no ABC checks on the way).
+    names: list[object] = [info.get("entityUrn")]
+    for record, key in _ASSERTION_TARGETS:
+        sub = info.get(record)
+        if not isinstance(sub, dict):
+            continue
+        names.append(sub.get(key))
+        if record in ("datasetAssertion", "customAssertion"):
+            names += sub.get("fields") or ()
+            names.append(sub.get("field"))
+        elif record == "fieldAssertion":
+            names += _field_spec_paths(sub)
     paths: list[str] = []
-    urns: list[object] = []
-    urns += _get(info, "datasetAssertion", "fields") or []
-    urns.append(_get(info, "customAssertion", "field"))
-    urns += _get(info, "customAssertion", "fields") or []
-    urns += [_get(info, record, key) for record, key in _ASSERTION_TARGETS]
-    urns.append(info.get("entityUrn"))
-    for urn in urns:
-        if isinstance(urn, str) and urn.startswith(_SCHEMA_FIELD_PREFIX):
-            field = _schema_field(urn)
+    for name in names:  # urns, or a field spec's plain path
+        if not isinstance(name, str) or not name:
+            continue
+        if name.startswith(_SCHEMA_FIELD_PREFIX):
+            field = _schema_field(name)
             if field is not None:
                 paths.append(field[1])
-    for raw in (
-        _get(info, "fieldAssertion", "fieldValuesAssertion", "field", "path"),
-        _get(info, "fieldAssertion", "fieldMetricAssertion", "field", "path"),
-        _get(info, "fieldAssertion", "fieldPath"),
-    ):
-        if isinstance(raw, str) and raw:
-            paths.append(sys.intern(simple_field_path(raw)))
-    return tuple(dict.fromkeys(paths))
+        elif not name.startswith("urn:li:"):
+            paths.append(sys.intern(simple_field_path(name)))
+    return tuple(dict.fromkeys(paths)) if paths else ()
+
+
+def _field_spec_paths(field_assertion: dict[str, Any]) -> list[object]:
+    """The field paths a ``fieldAssertion`` names (its field spec's ``path``, ``fieldPath``)."""
+    paths: list[object] = [field_assertion.get("fieldPath")]
+    for kind in ("fieldValuesAssertion", "fieldMetricAssertion"):
+        spec = _get(field_assertion, kind, "field")
+        if isinstance(spec, dict):
+            paths.append(spec.get("path"))
+    return paths
 
 
 def latest_run(events: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -851,7 +866,7 @@ def assertion_from_aspects(
     kind = _text(info.get("type")) or "CUSTOM"
     custom = info.get("customProperties")
     props = {str(k): str(v) for k, v in custom.items()} if isinstance(custom, Mapping) else {}
-    platform = _get(aspects, "dataPlatformInstance", "platform")
+    platform = _record(aspects.get("dataPlatformInstance")).get("platform")
     return AssertionState(
         urn=urn,
         type=kind,
@@ -859,7 +874,7 @@ def assertion_from_aspects(
         fields=assertion_fields(info),
         description=_text(info.get("description")).strip(),
         native_type=_native_type(info),
-        source_type=_str_or_none(_get(info, "source", "type")),
+        source_type=_str_or_none(_record(info.get("source")).get("type")),
         platform=platform if isinstance(platform, str) and platform else None,
         external_url=_str_or_none(info.get("externalUrl")),
         custom_properties=props,
@@ -871,17 +886,17 @@ def assertion_from_aspects(
 def _native_type(info: Mapping[str, Any]) -> str:
     """GE's expectation, dbt's test name, or a custom assertion's own type."""
     for record in ("datasetAssertion", "customAssertion"):
-        native = _get(info, record, "nativeType")
+        native = _record(info.get(record)).get("nativeType")
         if isinstance(native, str) and native:
             return native
-    custom = _get(info, "customAssertion", "type")
+    custom = _record(info.get("customAssertion")).get("type")
     return custom if isinstance(custom, str) else ""
 
 
 def _freshness_schedule(
     info: Mapping[str, Any], props: Mapping[str, str]
 ) -> FreshnessSchedule | None:
-    raw = _get(info, "freshnessAssertion", "schedule")
+    raw = _record(info.get("freshnessAssertion")).get("schedule")
     if isinstance(raw, Mapping) and isinstance(raw.get("type"), str):
         cron = _record(raw.get("cron"))
         fixed = _record(raw.get("fixedInterval"))
@@ -945,6 +960,8 @@ def incident_from_info(
 
 def _record(value: object) -> Mapping[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
+    if isinstance(value, dict):  # what JSON gives: no ABC check
+        return value
     return value if isinstance(value, Mapping) else _NO_EDIT
 
 
@@ -955,11 +972,15 @@ def _string_map(value: object) -> dict[str, str]:
 
 
 def _str_or_none(value: object) -> str | None:
+    if isinstance(value, str) or value is None:  # the usual cases, without the union check
+        return value or None
     value = _unwrap(value)
     return value if isinstance(value, str) and value else None
 
 
 def _int_or_none(value: object) -> int | None:
+    if value is None:
+        return None
     value = _unwrap(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -967,6 +988,8 @@ def _int_or_none(value: object) -> int | None:
 
 
 def _float_or_none(value: object) -> float | None:
+    if value is None:
+        return None
     value = _unwrap(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
