@@ -366,8 +366,98 @@ class Events:
             on_delivery=self._delivered,
         )
 
+    def close(self) -> None:
+        """Drop the producer (its client would keep calling a broker that has stopped)."""
+        self._producer.flush(5)
+        del self._producer
+
     def flush(self, timeout: float = 15.0) -> None:
         """Wait until every message is on the broker (raises if one is not)."""
         left = self._producer.flush(timeout)
         if left:
             raise RuntimeError(f"{left} messages not delivered within {timeout} s")
+
+
+# --- `mlcopilot watch` as a user runs it
+
+
+def watch_env(
+    broker: Broker,
+    registry_url: str,
+    topics: Topics,
+    group: str,
+    *,
+    session_timeout_ms: int = 6000,
+) -> dict[str, str]:
+    """The environment a ``mlcopilot watch`` on ``topics`` gets: DataHub's own variable names.
+
+    A new group starts at the earliest offset: each test's topics are new, so that is exactly
+    what the test published, and it needs no wait for the group to join before publishing.
+    ``KAFKA_PROPERTIES_SESSION_TIMEOUT_MS`` (read by the Kafka source, as DataHub's pods pass
+    Kafka settings) shortens the classic group join tansu makes last a session timeout.
+    """
+    return {
+        "KAFKA_BOOTSTRAP_SERVER": broker.bootstrap,
+        "SCHEMA_REGISTRY_URL": registry_url,
+        **topics.env(),
+        "MLCOPILOT_WATCH_GROUP": group,
+        "MLCOPILOT_WATCH_OFFSET_RESET": "earliest",
+        # only events trigger rescans here (the startup scan aside): a test sees what they do
+        "MLCOPILOT_RESCAN_INTERVAL": "off",
+        "KAFKA_PROPERTIES_SESSION_TIMEOUT_MS": str(session_timeout_ms),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+class WatchProcess:
+    """One ``mlcopilot watch`` subprocess (the installed console script), its output in a file."""
+
+    def __init__(
+        self, command: Sequence[str], env: Mapping[str, str], log: Path, *extra: str
+    ) -> None:
+        self.command = [*command, "watch", *extra]
+        self.env = dict(env)
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WatchProcess:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        return self
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def wait_until(self, predicate: Any, what: str, timeout: float = 90.0) -> None:
+        """Poll ``predicate`` until true; raise (with the output) at the deadline or on exit."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if not self.running():
+                code = None if self.process is None else self.process.returncode
+                raise AssertionError(f"watch exited {code} before {what}:\n{self.output()[-6000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what} within {timeout} s:\n{self.output()[-6000:]}")
+            time.sleep(0.2)
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        """SIGTERM, and the exit code."""
+        assert self.process is not None
+        self.process.terminate()
+        return self.process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no last commit, as a node lost."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> WatchProcess:
+        return self if self.process is not None else self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()

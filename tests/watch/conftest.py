@@ -8,9 +8,11 @@ says why; nothing else does.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from testing.broker import (
     Broker,
@@ -21,6 +23,7 @@ from testing.broker import (
     tansu_available,
 )
 from testing.schema_registry import SchemaRegistry
+from tests.store.conftest import PG_ADDRESS, _postgres, _with_search_path
 
 DEFAULT_PARTITIONS = 2
 
@@ -69,6 +72,26 @@ def topics(make_topics: MakeTopics) -> Topics:
 
 
 @pytest.fixture
-def events(broker: Broker, topics: Topics) -> Events:
+def events(broker: Broker, topics: Topics) -> Iterator[Events]:
     """A producer writing to this test's topics as GMS does."""
-    return Events(broker, topics)
+    producer = Events(broker, topics)
+    yield producer
+    producer.close()
+
+
+@pytest.fixture
+def postgres_state_url() -> Iterator[str]:
+    """A fresh PostgreSQL schema for a state database shared by several watchers."""
+    admin_url, why = _postgres()
+    if admin_url is None:
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADDRESS}: {why}")
+    schema = f"mlc_watch_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        yield _with_search_path(admin_url, schema)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        admin.dispose()
