@@ -23,6 +23,7 @@ from tests.conftest import DEMO_DATA
 DAY1 = "2026-11-20T09:00:00Z"
 CHURN = model_urn("churn_predictor_v1")
 QUIET_RELAY = {"MLCOPILOT_TEST_WRITE_SPACING": "0", "MLCOPILOT_GROUP_WAIT": "0s"}
+"""No spacing between writes, no grouping wait: the relay delivers at once."""
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +204,7 @@ def test_retrying_a_row_that_is_not_dead_is_refused(home: Path) -> None:
 def test_rows_for_a_sink_this_run_does_not_serve_are_named(home: Path) -> None:
     github = FakeGitHub()
     with github.running():
-        env = notify_env(github, **QUIET_RELAY)
+        env = notify_env(github) | QUIET_RELAY
         queued = run_cli(home, "scan", "--now", "2026-11-21T09:00:00Z", "--no-deliver", env=env)
         assert queued.code == 0, queued.stderr
         # The same home without the GitHub settings: the rows would wait here forever.
@@ -225,7 +226,7 @@ def test_verbose_shows_what_mlcopilot_logs_and_not_the_libraries_chatter(
     shutil.copytree(home, twin)
     github = FakeGitHub()
     with github.running():
-        env = notify_env(github, **QUIET_RELAY)
+        env = notify_env(github) | QUIET_RELAY
         env["GITHUB_TOKEN"] = "ghp_" + "x" * 36  # refused: the rows die, which the relay logs
         plain = run_cli(home, "scan", "--now", "2026-11-21T09:00:00Z", env=env)
         verbose = run_cli(twin, "-v", "scan", "--now", "2026-11-21T09:00:00Z", env=env)
@@ -247,7 +248,7 @@ def test_the_log_file_has_everything_and_no_secret(catalog: Path, tmp_path: Path
     slack = FakeSlack(webhook_path=f"/services/TCANARY/BCANARY/{hook_secret}")
     log = tmp_path / "mlcopilot.log"
     with slack.running():
-        env = notify_env(slack=slack, webhook=True, **QUIET_RELAY)
+        env = notify_env(slack=slack, webhook=True) | QUIET_RELAY
         ran = run_cli(home, "--log-file", str(log), "scan", "--now", DAY1, "-q", env=env)
 
     assert ran.code == 0, ran.stderr
