@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -24,6 +26,9 @@ from testing.broker import (
 )
 from testing.schema_registry import SchemaRegistry
 from tests.store.conftest import PG_ADDRESS, _postgres, _with_search_path
+
+if TYPE_CHECKING:
+    from tests.watch.test_wire_watch import Home
 
 DEFAULT_PARTITIONS = 2
 
@@ -95,3 +100,14 @@ def postgres_state_url() -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture
+def home(
+    tmp_path: Path, broker: Broker, schema_registry: SchemaRegistry, topics: Topics
+) -> Iterator[Home]:
+    """A user's home for the watch tests: the demo's catalog, fake Slack, this test's topics."""
+    from tests.watch.test_wire_watch import lite_home
+
+    with lite_home(tmp_path, broker, schema_registry, topics) as made:
+        yield made

@@ -14,6 +14,7 @@ import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,9 +87,11 @@ class Home:
     def load(self, name: str) -> None:
         self.cli("catalog", "load", str(DEMO_DATA / name))
 
-    def watcher(self, name: str = "watch", **extra_env: str) -> WatchProcess:
-        env = {**self.env, "MLCOPILOT_HOME": str(self.path), **extra_env}
-        return WatchProcess([str(MLCOPILOT)], env, self.path.parent / f"{name}.log")
+    def watcher(self, name: str = "watch", *options: str) -> WatchProcess:
+        """``mlcopilot [OPTIONS] watch`` in this home, its output in ``<name>.log``."""
+        env = {**self.env, "MLCOPILOT_HOME": str(self.path)}
+        command = [str(MLCOPILOT), *options]
+        return WatchProcess(command, env, self.path.parent / f"{name}.log")
 
     def incidents(self) -> list[Incident]:
         try:
@@ -157,11 +160,14 @@ def assert_no_duplicates(home: Home) -> None:
     assert all(n == 1 for n in opened.values()), opened
 
 
-@pytest.fixture
-def home(
+@contextmanager
+def lite_home(
     tmp_path: Path, broker: Broker, schema_registry: SchemaRegistry, topics: Topics
 ) -> Iterator[Home]:
-    """The demo catalog loaded, Slack faked, the watch settings pointing at this test's topics."""
+    """The demo catalog loaded, Slack faked, the watch settings pointing at this test's topics.
+
+    The ``home`` fixture (tests/watch/conftest.py), so the scale-out tests share it.
+    """
     slack = FakeSlack()
     group = f"mlcopilot-watch-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "home"
@@ -178,8 +184,11 @@ def home(
         yield made
 
 
-def start_and_settle(home: Home, events: Events, name: str = "watch") -> WatchProcess:
-    watcher = home.watcher(name).start()
+def start_and_settle(
+    home: Home, events: Events, name: str = "watch", *options: str
+) -> WatchProcess:
+    """A watcher started, its startup scan committed and its notifications delivered."""
+    watcher = home.watcher(name, *options).start()
     watcher.wait_until(lambda: len(home.incidents()) >= STARTUP_INCIDENTS, "the startup scan")
     watcher.wait_until(lambda: home.idle(events), "the startup scan's notifications")
     return watcher
