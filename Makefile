@@ -42,12 +42,14 @@ test: lint typecheck unit
 # every backend against the stand-in GMS and rewrites benchmarks/RESULTS.md and results.png;
 # then measures `catalog load` on a 200 MB metadata file (throughput and peak RSS), and how
 # long `mlcopilot --help` and `mlcopilot checks` take to start, and what DataHub's assertions
-# and incidents add to a scan of 10,000 upstream entities.
+# and incidents, and learned freshness and classification, add to a scan of 10,000 upstream
+# entities.
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.load
 	$(BIN)/python -m benchmarks.startup
 	$(BIN)/python -m benchmarks.signals
+	$(BIN)/python -m benchmarks.freshness
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

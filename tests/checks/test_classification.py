@@ -9,6 +9,8 @@ loads them (``catalog load``).
 
 from __future__ import annotations
 
+import re
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
 DATASET = "urn:li:dataset:(urn:li:dataPlatform:snowflake,prod.sales.customers,PROD)"
 GOLDEN = SAMPLES / "golden"
+README = Path(__file__).resolve().parents[2] / "README.md"
 _STAMP = AuditStampClass(time=0, actor="urn:li:corpuser:datahub")
 
 
@@ -287,3 +290,13 @@ def test_bigid_column_terms_without_a_schema_are_visible(make_node: MakeNode, bi
     assert outcome.unknown == (
         "no schemaMetadata: only the columns other aspects annotate were checked"
     )
+
+
+def test_the_readme_example_loads() -> None:
+    section = README.read_text(encoding="utf-8").split("\n## What it checks\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    (block,) = [b for b in re.findall(r"```toml\n(.*?)```", section, re.DOTALL) if "pii" in b]
+    (check,) = [
+        c for c in load_checks(tomllib.loads(block)["checks"]) if isinstance(c, PiiExposure)
+    ]
+    assert check.config.ranking == ["PII", "Sensitive", "Confidential"]

@@ -17,6 +17,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as sc
 
 from mlcopilot.catalog.lite import LiteCatalog
+from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks.stale_source import StaleSource, StaleSourceConfig
 from mlcopilot.model import UNKNOWN_USAGE, CheckOutcome, EntityType, Node
 from mlcopilot.protocols import Catalog, CheckContext
@@ -24,6 +25,7 @@ from testing.builders import dataset, dataset_urn, ml_model, model_urn, ms
 from tests.catalog.datahub_backend import needs_standin, standin_catalog
 from tests.catalog.mcp_backend import mcp_catalog, needs_mcp
 from tests.catalog.signals import freshness_assertion, run
+from tests.conftest import SAMPLES
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = model_urn("churn")
@@ -201,3 +203,26 @@ def test_lite_reads_last_modified_versions_as_history(tmp_path: Path) -> None:
     assert node.last_updated == NOW - timedelta(hours=30)
     (finding,) = check(node, cadence_factor=1.2).findings
     assert finding.evidence["learned_interval_hours"] == 24.0
+
+
+GOLDEN = SAMPLES / "golden"
+
+
+@pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"DataHub's golden files not found at {GOLDEN}")
+def test_the_delta_lake_golden_history_is_one_refresh(tmp_path: Path) -> None:
+    # The delta-lake connector writes an operation per table version; its test table got five
+    # versions within a second. That is one refresh, not a cadence of milliseconds.
+    table = "urn:li:dataset:(urn:li:dataPlatform:delta-lake,delta_tables/my_table_basic,UAT)"
+    path = tmp_path / "catalog.db"
+    load_metadata_files(path, [GOLDEN / "golden_mces_relative_path.json"])
+    with LiteCatalog(path) as catalog:
+        node = catalog.nodes([table])[table]
+
+    assert node.update_times is not None
+    assert len(node.update_times) == 5
+    assert list(node.update_times) == sorted(node.update_times)
+    assert node.last_updated == datetime(2022, 6, 21, 17, 11, 17, 768000, tzinfo=UTC)
+    assert check(node) == CheckOutcome()
+    # Taken as five separate updates, they would be a cadence (and a stale one).
+    (finding,) = check(node, burst_minutes=0).findings
+    assert finding.evidence["updates_considered"] == 5

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -541,3 +544,18 @@ def test_other_assertions_do_not_count(make_node: MakeNode) -> None:
     node = history_node(SNOWFLAKE, [2], assertions=(volume, elsewhere))
 
     assert run_check(node, make_node) == CheckOutcome()
+
+
+def test_the_readme_example_loads() -> None:
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    section = readme.read_text(encoding="utf-8").split("\n## What it checks\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    blocks = re.findall(r"```toml\n(.*?)```", section, re.DOTALL)
+    (block,) = [b for b in blocks if "stale_source" in b]
+    (check,) = [
+        c for c in load_checks(tomllib.loads(block)["checks"]) if isinstance(c, StaleSource)
+    ]
+    assert [r.label() for r in check.config.rules] == [
+        "config rule platform=snowflake name=prod.*",
+        "config rule domain=urn:li:domain:marketing",
+    ]

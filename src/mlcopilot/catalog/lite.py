@@ -49,6 +49,13 @@ from mlcopilot.protocols import WalkLimits
 _BATCH = 500  # urns per IN (...) query, well under SQLite's bound-parameter limit
 _MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
 _DATASET_URNS = "urn:li:dataset:"
+_UPDATE_STAMP = (
+    # aspects.update_stamps in SQL: an operation's lastUpdatedTimestamp, else (missing or 0)
+    # its timestampMillis; a properties version's lastModified.time.
+    "CASE aspect_name WHEN 'operation' THEN COALESCE(NULLIF(json_extract(metadata, "
+    "'$.lastUpdatedTimestamp'), 0), json_extract(metadata, '$.timestampMillis')) "
+    "ELSE json_extract(metadata, '$.lastModified.time') END"
+)
 _ASSERTION_URNS = "urn:li:assertion:*"  # a prefix GLOB: SQLite reads just that range of urns
 _INCIDENT_URNS = "urn:li:incident:*"
 _LATEST_RUNS = (
@@ -389,10 +396,12 @@ class LiteCatalog(ClosedOnExit):
     def _update_history(self, urns: Sequence[Urn]) -> dict[Urn, list[int]]:
         """When each dataset among ``urns`` changed, as its stored history says (epoch ms).
 
-        Every stored ``operation`` event and ``datasetProperties`` version, read by
-        :func:`~mlcopilot.catalog.aspects.update_stamps`; of each aspect only the newest
-        :data:`~mlcopilot.model.UPDATE_HISTORY` by time (a busy table has thousands of
-        operations), whatever order they were written in. A dataset with none gets [].
+        Every stored ``operation`` event and ``datasetProperties`` version, dated as
+        :func:`~mlcopilot.catalog.aspects.update_stamps` dates them (:data:`_UPDATE_STAMP` is
+        that rule in SQL, so each row's JSON is parsed once, by SQLite); of each aspect only
+        the newest :data:`~mlcopilot.model.UPDATE_HISTORY` by time (a busy table has
+        thousands of operations), whatever order they were written in. A dataset with none
+        gets [].
         """
         datasets = [u for u in urns if u.startswith(_DATASET_URNS)]
         history: dict[Urn, list[int]] = {u: [] for u in datasets}
@@ -400,28 +409,18 @@ class LiteCatalog(ClosedOnExit):
             return history
         names = list(ax.UPDATE_ASPECTS)
         query = (
-            "SELECT urn, aspect_name, updated, reported, modified FROM ("
-            "SELECT urn, aspect_name, json_extract(metadata, '$.lastUpdatedTimestamp') AS updated,"
-            " json_extract(metadata, '$.timestampMillis') AS reported,"
-            " json_extract(metadata, '$.lastModified.time') AS modified,"
-            " ROW_NUMBER() OVER (PARTITION BY urn, aspect_name ORDER BY COALESCE("
-            "json_extract(metadata, '$.lastUpdatedTimestamp'),"
-            " json_extract(metadata, '$.lastModified.time'), 0) DESC) AS newest "
-            f"FROM metadata_aspect_v2 WHERE urn IN ({','.join('?' * len(datasets))}) "
+            "SELECT urn, stamp FROM (SELECT urn, stamp, ROW_NUMBER() OVER "
+            "(PARTITION BY urn, aspect_name ORDER BY stamp DESC) AS newest FROM ("
+            f"SELECT urn, aspect_name, {_UPDATE_STAMP} AS stamp FROM metadata_aspect_v2 "
+            f"WHERE urn IN ({','.join('?' * len(datasets))}) "
             f"AND aspect_name IN ({','.join('?' * len(names))}) AND version > 0"
-            ") WHERE newest <= ?"
+            ")) WHERE newest <= ? AND stamp > 0"
         )
         with self._errors():
             rows = self._handle().sqlite_client.execute(query, [*datasets, *names, UPDATE_HISTORY])
-            for urn, name, updated, reported, modified in rows:
-                value = (
-                    {"lastUpdatedTimestamp": updated, "timestampMillis": reported}
-                    if name == "operation"
-                    else {"lastModified": {"time": modified}}
-                )
-                stamp = ax.update_stamps(name, value)
-                if stamp is not None:
-                    history[urn].append(stamp)
+            for urn, stamp in rows:
+                if isinstance(stamp, int | float):  # not a number: a damaged row, skipped
+                    history[urn].append(int(stamp))
         return history
 
     def _check_current(self) -> None:

@@ -294,9 +294,9 @@ class PiiExposure:
       one lineage cannot tell about is one step lower (it may reach the model); one
       column-level lineage proves does not reach the model is not reported. PII propagates
       only along column-level lineage where that exists.
-    - Of a dataset without schema metadata, only the columns other aspects annotate
-      (`editableSchemaMetadata`, such as BigID's classifications, or `schemaField`
-      entities) are checked, and the dataset is reported as unknown.
+    - Of a dataset without schema metadata, the columns `editableSchemaMetadata`
+      annotates (BigID classifies such datasets) are checked, and the dataset is reported
+      as unknown for the rest.
 
     Why it matters: a model trained on personal data can memorise and leak it, and using it
     needs a legal basis (consent, purpose limitation, retention) that someone must own.

@@ -268,9 +268,9 @@ class Node:
     domains: tuple[Urn, ...] = ()
     """The domains the entity belongs to (DataHub's ``domains`` aspect), sorted."""
     annotated_columns: tuple[SchemaField, ...] = ()
-    """For a dataset without ``schemaMetadata``: the columns other aspects annotate
-    (``editableSchemaMetadata``, ``schemaField`` entities), with their tags, terms and
-    descriptions but no type. Empty when the schema is known: its fields carry them."""
+    """For a dataset without ``schemaMetadata``: the columns its ``editableSchemaMetadata``
+    annotates, with their tags, terms and descriptions but no type (no schema says it).
+    Empty when the schema is known: its fields carry them."""
 
 
 UPDATE_HISTORY = 50
