@@ -22,9 +22,8 @@ from mlcopilot.checks.stale_source import StaleSource, StaleSourceConfig
 from mlcopilot.model import UNKNOWN_USAGE, CheckOutcome, EntityType, Node
 from mlcopilot.protocols import Catalog, CheckContext
 from testing.builders import dataset, dataset_urn, ml_model, model_urn, ms
-from tests.catalog.datahub_backend import needs_standin, standin_catalog
-from tests.catalog.mcp_backend import mcp_catalog, needs_mcp
 from tests.catalog.signals import freshness_assertion, run
+from tests.checks.backends import BACKENDS, PARAMS
 from tests.conftest import SAMPLES
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -32,25 +31,6 @@ MODEL = model_urn("churn")
 ORDERS = dataset_urn("prod.orders", platform="snowflake")
 
 MCPs = list[MetadataChangeProposalWrapper]
-Factory = Callable[[Path, Sequence[MetadataChangeProposalWrapper]], Catalog]
-
-
-def lite_catalog(tmp: Path, mcps: Sequence[MetadataChangeProposalWrapper]) -> Catalog:
-    catalog = LiteCatalog(tmp / "catalog.db", create=True)
-    catalog.ingest(mcps)
-    return catalog
-
-
-BACKENDS: dict[str, Factory] = {
-    "lite": lite_catalog,
-    "datahub": standin_catalog,
-    "mcp": mcp_catalog,
-}
-PARAMS = [
-    pytest.param("lite"),
-    pytest.param("datahub", marks=[needs_standin]),
-    pytest.param("mcp", marks=[needs_mcp]),
-]
 
 
 @pytest.fixture(params=PARAMS)
