@@ -8,10 +8,24 @@ so a call ends by its deadline however the server paces its bytes, headers inclu
 
 It works on the calling thread (no watchdog thread, no signals), through httpcore's
 network-backend hook; httpcore's errors become httpx's, as with httpx's own transport.
+
+The same hook checks where a connection goes: the host is resolved once, every address it
+resolves to must be admitted by the :class:`~mlcopilot.notify.sinks.urls.AddressPolicy`
+(public, or named in ``notify.allowed_hosts``), and the socket connects to the very address
+checked (:func:`mlcopilot.notify.sinks.urls.connect`, Slack's clients' helper too), so a
+name that DNS points inside, even after the configuration was checked, is refused with
+:class:`AddressRefused` and nothing is sent.
+
+Through a proxy (``HTTPS_PROXY``…) the connection goes to the proxy, which the operator
+configured: its address is not checked against the allowlist (a corporate proxy usually is
+internal), and the API's name is resolved by the proxy, not here, so only the check of the
+configured URL (:func:`~mlcopilot.notify.sinks.urls.check_url`) applies to it; egress rules
+belong to the proxy then. ``NO_PROXY`` hosts are connected to directly, and checked.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 import urllib.request
 from collections.abc import Iterable, Iterator
@@ -23,11 +37,27 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+# httpcore's own stream over a connected socket (TLS, TLS through a TLS proxy): a socket from
+# urls.connect is wrapped as httpcore's SyncBackend wraps the one it makes itself.
+from httpcore._backends.sync import SyncStream
+
+from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress, Resolver, connect
+
 _DEADLINE: ContextVar[float | None] = ContextVar("mlcopilot_http_deadline", default=None)
 """The monotonic time by which the request in progress on this thread must be over."""
 
+
+class AddressRefused(httpx.ConnectError):
+    """The API's name resolved to an address the allowlist does not admit; nothing was sent."""
+
+
+class _Refused(httpcore.ConnectError):
+    """httpcore's side of :class:`AddressRefused` (raised inside its connection pool)."""
+
+
 # Most specific first: the first match wins.
 _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (_Refused, AddressRefused),
     (httpcore.ConnectTimeout, httpx.ConnectTimeout),
     (httpcore.ReadTimeout, httpx.ReadTimeout),
     (httpcore.WriteTimeout, httpx.WriteTimeout),
@@ -54,16 +84,29 @@ class DeadlineTransport(httpx.BaseTransport):
         base_url: The one origin this transport serves; the standard proxy environment
             variables (``HTTPS_PROXY``, ``NO_PROXY``…) are honoured for it, as httpx does
             when it builds its own transport.
+        policy: Which resolved addresses a direct connection may reach (default: public
+            ones only).
+        resolve: Name resolution (``socket.getaddrinfo``; tests inject their own).
     """
 
-    def __init__(self, total_s: float, *, connect_s: float | None = None, base_url: str) -> None:
+    def __init__(
+        self,
+        total_s: float,
+        *,
+        connect_s: float | None = None,
+        base_url: str,
+        policy: AddressPolicy | None = None,
+        resolve: Resolver = socket.getaddrinfo,
+    ) -> None:
         self._total_s = total_s
         self._connect_s = connect_s
         proxy = _environment_proxy(base_url)
         self._pool = httpcore.ConnectionPool(
             ssl_context=httpx.create_ssl_context(),
             proxy=httpcore.Proxy(proxy) if proxy else None,
-            network_backend=_DeadlineBackend(),
+            network_backend=_DeadlineBackend(
+                policy or AddressPolicy(), resolve, proxy=_origin(proxy) if proxy else None
+            ),
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -187,8 +230,15 @@ class _DeadlineStream(httpcore.NetworkStream):
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
-    def __init__(self) -> None:
+    """httpcore's sockets, each connect within the deadline and to a checked address."""
+
+    def __init__(
+        self, policy: AddressPolicy, resolve: Resolver, *, proxy: tuple[str, int] | None
+    ) -> None:
         self._inner = httpcore.SyncBackend()
+        self._policy = policy
+        self._resolve = resolve
+        self._proxy = proxy
 
     def connect_tcp(
         self,
@@ -199,9 +249,35 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
         timeout = _left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(
-            self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        )
+        if self._proxy is not None and (host.lower(), port) == self._proxy:
+            # The operator's proxy (see the module's docstring): connected to as configured.
+            return _DeadlineStream(
+                self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+            )
+        source = None if local_address is None else (local_address, 0)
+        try:
+            sock = connect(
+                host,
+                port,
+                timeout=timeout,
+                policy=self._policy,
+                source_address=source,
+                resolve=self._resolve,
+            )
+        except RefusedAddress as exc:
+            raise _Refused(str(exc)) from exc
+        except TimeoutError as exc:  # socket.timeout
+            raise httpcore.ConnectTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        try:
+            for option in socket_options or ():
+                sock.setsockopt(*option)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as httpcore does
+        except OSError as exc:
+            sock.close()
+            raise httpcore.ConnectError(str(exc)) from exc
+        return _DeadlineStream(SyncStream(sock))
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
@@ -211,6 +287,12 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
+
+
+def _origin(proxy: str) -> tuple[str, int]:
+    parts = urlsplit(proxy)
+    default = 443 if parts.scheme == "https" else 80
+    return (parts.hostname or "").lower(), parts.port or default
 
 
 def _environment_proxy(base_url: str) -> str | None:

@@ -3,12 +3,13 @@
 githubkit's defaults are wrong for a bot that must never open an issue twice: no timeout,
 and ``POST`` retried on 5xx (a create that landed behind a 502 becomes a duplicate). Here:
 every call has a total deadline (``timeout_s``, from connect to the last byte, so a server
-that drips its answer cannot hold a row's lease), no automatic retry at all (the relay
-retries, after reconciling), no redirects, no HTTP cache, one request at a time and ≥1 s
-between writes. Rate limits are read from ``Retry-After``, ``x-ratelimit-reset`` or the
-secondary-limit message and handed to the relay, which waits or reschedules; a reset that is
-already past (the two clocks disagree) means a minute, as GitHub asks for secondary limits,
-never "now".
+that drips its answer cannot hold a row's lease), every connection goes only to an address
+the allowlist admits, checked after resolution (``notify.allowed_hosts``; a refusal kills the
+row, as a bad token does), no automatic retry at all (the relay retries, after reconciling),
+no redirects, no HTTP cache, one request at a time and ≥1 s between writes. Rate limits are
+read from ``Retry-After``, ``x-ratelimit-reset`` or the secondary-limit message and handed to
+the relay, which waits or reschedules; a reset that is already past (the two clocks disagree)
+means a minute, as GitHub asks for secondary limits, never "now".
 
 Before any create, the sink lists the issues carrying our label and looks for the group's
 hidden marker (written only by us, and trusted only in issues our bot login opened), so a
@@ -46,10 +47,11 @@ from mlcopilot.notify.codec import (
 )
 from mlcopilot.notify.sinks.config import GitHubSettings
 from mlcopilot.notify.sinks.content import marker
-from mlcopilot.notify.sinks.deadline import DeadlineTransport
+from mlcopilot.notify.sinks.deadline import AddressRefused, DeadlineTransport
 from mlcopilot.notify.sinks.pacing import Pacer
 from mlcopilot.notify.sinks.render_github import comment_body, issue_body, issue_title
 from mlcopilot.notify.sinks.text import clean
+from mlcopilot.notify.sinks.urls import AddressPolicy
 from mlcopilot.redact import redact
 
 log = logging.getLogger(__name__)
@@ -91,6 +93,9 @@ class GitHubSink:
                 settings.timeout_s,
                 connect_s=min(5.0, settings.timeout_s),
                 base_url=settings.api_url,
+                policy=AddressPolicy.of(
+                    settings.allowed_hosts, allow_loopback=settings.allow_local
+                ),
             ),
         )
 
@@ -316,6 +321,8 @@ class GitHubSink:
                 sent=sends,
             ) from None
         except RequestError as exc:
+            if isinstance(exc.exc, AddressRefused):  # refused before connecting: nothing sent
+                raise DeliveryError(f"GitHub {what}: {exc.exc}", permanent=True) from None
             raise DeliveryError(
                 f"GitHub {what}: {redact(type(exc.exc).__name__ + ': ' + str(exc.exc))}",
                 sent=sends,

@@ -71,6 +71,12 @@ class AddressPolicy:
     allow_loopback: bool = False
     """Tests against local fakes only."""
 
+    @classmethod
+    def of(cls, entries: Sequence[str], *, allow_loopback: bool = False) -> AddressPolicy:
+        """The policy for ``notify.allowed_hosts`` entries (ConfigError on a bad one)."""
+        rules = allowlist(entries, what="notify.allowed_hosts")
+        return cls(rules=rules, allow_loopback=allow_loopback)
+
     def admits(self, host: str, address: IPAddress) -> bool:
         """May ``host``, resolved to ``address``, be connected to?"""
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
@@ -150,7 +156,7 @@ def connect(
     host: str,
     port: int,
     *,
-    timeout: float,
+    timeout: float | None,
     policy: AddressPolicy,
     source_address: tuple[str, int] | None = None,
     resolve: Resolver = socket.getaddrinfo,
@@ -159,7 +165,9 @@ def connect(
 
     As :func:`socket.create_connection`, but the addresses are checked first (all of them: a
     name with one internal answer is not trusted for its others) and the socket connects to
-    the very address that was checked, so a second lookup cannot swap it.
+    the very address that was checked, so a second lookup cannot swap it. Both clients use it:
+    Slack's (urllib, :mod:`~mlcopilot.notify.sinks.slack_http`) and GitHub's (httpcore,
+    :mod:`~mlcopilot.notify.sinks.deadline`).
 
     Raises:
         RefusedAddress: an address the policy does not admit.
