@@ -189,8 +189,12 @@ def start_and_settle(
 ) -> WatchProcess:
     """A watcher started, its startup scan committed and its notifications delivered."""
     watcher = home.watcher(name, *options).start()
-    watcher.wait_until(lambda: len(home.incidents()) >= STARTUP_INCIDENTS, "the startup scan")
-    watcher.wait_until(lambda: home.idle(events), "the startup scan's notifications")
+    try:
+        watcher.wait_until(lambda: len(home.incidents()) >= STARTUP_INCIDENTS, "the startup scan")
+        watcher.wait_until(lambda: home.idle(events), "the startup scan's notifications")
+    except BaseException:
+        watcher.kill()  # a test that fails here leaves no watcher running
+        raise
     return watcher
 
 
