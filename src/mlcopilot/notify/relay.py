@@ -183,10 +183,7 @@ class Relay:
             if active and now >= self._hard_deadline:
                 due = self._store.next_due(sinks=active)
                 if due is not None and due <= now:
-                    report.stopped = (
-                        f"the relay run reached its deadline ({_span(now - started)}); rows "
-                        "still due go out with the next run (`mlcopilot outbox deliver`)"
-                    )
+                    report.stopped = _stopped(_span(now - started), report.dead, active)
                     report.pending_left = True
                     log.warning("outbox: %s", report.stopped)
                 break
@@ -367,6 +364,29 @@ class Relay:
             warning = redact(delivered.warning)
             report.warnings.append(warning)
             log.warning("outbox row %s: %s", item.id, warning)
+
+
+def _stopped(took: str, dead: Sequence[tuple[OutboxItem, str]], sinks: Sequence[SinkName]) -> str:
+    """Why the run stopped, and what holds the rows it left.
+
+    A row behind a dead one of its group and sink (a notification's open died: its updates
+    wait) is never claimed, however many runs come: it is not "due", it waits for a retry of
+    the dead row. Only the dead rows this run made are known here; the others are listed by
+    ``mlcopilot outbox list --state dead``.
+    """
+    head = f"the relay run reached its deadline ({took})"
+    # A dead write-back row blocks nothing (each holds the whole desired state).
+    blocking = [item for item, _ in dead if item.sink != "datahub" and item.sink in sinks]
+    if not blocking:
+        return f"{head}; rows still due go out with the next run (`mlcopilot outbox deliver`)"
+    ids = " ".join(str(item.id) for item in blocking)
+    rows = "row" if len(blocking) == 1 else "rows"
+    return (
+        f"{head}; later rows of the same group wait behind dead outbox {rows} {ids} and go out "
+        f"only once {'it is' if len(blocking) == 1 else 'they are'} retried (fix the cause, "
+        f"then `mlcopilot outbox retry {ids}`); rows of other groups go out with the next run "
+        "(`mlcopilot outbox deliver`)"
+    )
 
 
 def _at(when: datetime) -> str:

@@ -17,6 +17,7 @@ from rich.markup import escape
 from mlcopilot.gate import GateVerdict
 from mlcopilot.model import Severity
 from mlcopilot.names import short_name
+from mlcopilot.notify.relay import RelayReport
 from mlcopilot.scan import ScanResult
 from mlcopilot.wording import count
 
@@ -130,11 +131,8 @@ def summary_lines(closing: Closing, *, gate: bool = True) -> list[str]:
         )
     lines.append(f"coverage: {_coverage(closing)}")
     relay = result.relay
-    if relay is not None and (relay.retrying or relay.dead):
-        lines.append(
-            f"delivery: {len(relay.dead)} dead, {len(relay.retrying)} to retry "
-            "(`mlcopilot outbox list`)"
-        )
+    if relay is not None and not relay.ok:
+        lines.append(f"delivery: {_delivery(relay)} (`mlcopilot outbox list`)")
     if gate:
         lines += gate_lines(closing.verdict)
     return lines
@@ -171,12 +169,20 @@ def print_summary(closing: Closing, console: Console) -> None:
         text = escape(line)
         if line.startswith("gate: ") and verdict is not None:
             text = f"[{'green' if verdict.passed else 'bold red'}]{text}[/]"
-        if line.startswith("Summary:"):
-            text = f"[bold]{text}[/]"
-        else:
-            text = "  " + text
+        text = f"[bold]{text}[/]" if line.startswith("Summary:") else "  " + text
         # Never wrapped: a CI log keeps each line whole, for grep and for copying ids.
         console.print(text, soft_wrap=True)
+
+
+def _delivery(relay: RelayReport) -> str:
+    """Everything that makes the relay's run not ok (exit 5), so the line and the code agree."""
+    parts = [f"{len(relay.dead)} dead", f"{len(relay.retrying)} to retry"]
+    if relay.possible_duplicates:
+        # Delivered, but perhaps twice: counted apart from the delivered rows, never as done.
+        parts.append(count(len(relay.possible_duplicates), "possible duplicate"))
+    if relay.stopped is not None:
+        parts.append("the run stopped at its deadline with rows left for the next")
+    return ", ".join(parts)
 
 
 def _coverage(closing: Closing) -> str:
