@@ -25,6 +25,8 @@ from datahub.metadata.schema_classes import (
     GlossaryTermsClass,
     MLModelPropertiesClass,
     StatusClass,
+    StructuredPropertiesClass,
+    StructuredPropertyValueAssignmentClass,
     TagAssociationClass,
 )
 
@@ -154,6 +156,30 @@ def test_the_most_sensitive_marker_sets_the_level_and_all_are_named(make_node: M
     }
     assert "tagged DataClassification:Confidential, dbt:pii" in finding.message
     assert "(classified PII)" in finding.message
+
+
+def test_tags_written_as_structured_properties_are_markers(make_node: MakeNode) -> None:
+    # Snowflake ingestion with extract_tags_as_structured_properties: tag security = PII on
+    # prod.governance becomes the property snowflake.prod.governance.security.
+    check = PiiExposure(PiiExposureConfig())
+    properties = StructuredPropertiesClass(
+        properties=[
+            StructuredPropertyValueAssignmentClass(
+                propertyUrn="urn:li:structuredProperty:snowflake.prod.governance.security",
+                values=["PII"],
+            ),
+            StructuredPropertyValueAssignmentClass(
+                propertyUrn="urn:li:structuredProperty:io.mlcopilot.freshnessSlaHours",
+                values=[24.0],
+            ),
+        ]
+    )
+
+    (finding,) = check.run(make_node(DATASET, properties), context(make_node)).findings
+
+    assert finding.severity.value == "high"
+    assert "has structured property snowflake.prod.governance.security = PII" in finding.message
+    assert finding.evidence["properties"] == ["snowflake.prod.governance.security = PII"]
 
 
 def test_normalisation_ignores_case_separators_and_percent_encoding() -> None:

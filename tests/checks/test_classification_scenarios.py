@@ -32,6 +32,7 @@ BIGID_COLUMNS = dataset_urn("public.orders", platform="postgres")
 DBT = dataset_urn("analytics.users", platform="dbt")
 CLASSIFIED = dataset_urn("raw.contacts", platform="mysql")
 MARKETPLACE = dataset_urn("shared.listing", platform="snowflake")
+AS_PROPERTIES = dataset_urn("prod.hr.staff", platform="snowflake")
 
 FIELDS = [("id", "number"), ("email", "string")]
 MCPS: list[MetadataChangeProposalWrapper] = [
@@ -76,6 +77,13 @@ MCPS: list[MetadataChangeProposalWrapper] = [
         field_terms={"email": ["Email_Address"]},
         editable_field_terms={"notes": ["Classification.Confidential"]},
     ),
+    # Snowflake with extract_tags_as_structured_properties: the tag becomes a property
+    *dataset(
+        "prod.hr.staff",
+        platform="snowflake",
+        fields=FIELDS,
+        structured_properties={"snowflake.prod.hr.security": ["pii"], "io.mlcopilot.x": [1]},
+    ),
     # What Snowflake's marketplace tags: no classification
     *dataset("shared.listing", platform="snowflake", fields=FIELDS, tags=["Marketplace:Imported"]),
 ]
@@ -88,6 +96,7 @@ EXPECTED = {
     DBT: [(None, "high", "PII"), ("email", "high", "PII")],
     CLASSIFIED: [("email", "high", "PII"), ("notes", "low", "Confidential")],
     MARKETPLACE: [],
+    AS_PROPERTIES: [(None, "high", "PII")],
 }
 
 

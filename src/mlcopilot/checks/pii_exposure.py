@@ -22,6 +22,7 @@ from pydantic import Field, field_validator, model_validator
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
+    JSON,
     NOT_IN_CATALOG,
     CheckInfo,
     CheckOutcome,
@@ -284,6 +285,9 @@ class PiiExposure:
     `SECURITY.PII`), and a pattern matches a qualified name's tail after a `.`, `:` or `/`
     (`security:pii` matches Snowflake's `prod.governance.security:pii`; `PII` matches
     `Classification.PII`, not `no_pii`). `*` and `?` are wildcards (`Classification.*`).
+    A structured property counts as the tag `name:value` (Snowflake ingestion with
+    `extract_tags_as_structured_properties` writes `snowflake.<db>.<schema>.security` =
+    `pii`).
     `[checks.pii_exposure]` adds patterns (`tags`, `terms`: a list for the most sensitive
     level, or a table by level; full urns work too), replaces the built-in ones
     (`replace_defaults = true`) or the ranking (`ranking = ["PII", "Sensitive"]`).
@@ -347,21 +351,24 @@ class PiiExposure:
 
         findings: list[Finding] = []
         marked = self._marked(node.tags, node.terms)
-        if marked is not None:
-            level, tags, terms = marked
+        properties = self._marked_properties(node)
+        if marked is not None or properties:
+            level, tags, terms = marked if marked is not None else (len(self._ranking), [], [])
+            level = min([level, *(rank for rank, _ in properties)])
+            named = [text for _, text in properties]
             message = (
-                f"{_KIND[node.entity_type]} `{node.name}` {_classification(tags, terms)} "
+                f"{_KIND[node.entity_type]} `{node.name}` {_classification(tags, terms, named)} "
                 f"(classified {self._ranking[level]}) and is upstream of the model; {unjustified}"
             )
+            evidence: dict[str, JSON] = {
+                "classification": self._ranking[level],
+                "tags": tags,
+                "terms": terms,
+            }
+            if named:
+                evidence["properties"] = named
             findings.append(
-                ctx.finding(
-                    self.name,
-                    _severity(level),
-                    node,
-                    None,
-                    message,
-                    evidence={"classification": self._ranking[level], "tags": tags, "terms": terms},
-                )
+                ctx.finding(self.name, _severity(level), node, None, message, evidence=evidence)
             )
 
         columns: Sequence[SchemaField] = ()
@@ -413,6 +420,23 @@ class PiiExposure:
                 )
             )
         return findings
+
+    def _marked_properties(self, node: Node) -> list[tuple[int, str]]:
+        """Structured properties whose ``name:value`` a tag pattern marks, as ``name = value``.
+
+        Snowflake ingestion with ``extract_tags_as_structured_properties`` writes a tag
+        ``security`` = ``pii`` as the property ``snowflake.<db>.<schema>.security`` instead.
+        """
+        found: list[tuple[int, str]] = []
+        for name, values in sorted(node.structured_properties.items()):
+            qualified = name.removeprefix(_PROPERTY_PREFIX)
+            for value in values:
+                if not isinstance(value, str):
+                    continue
+                level = self._tags.level(f"{_TAG_PREFIX}{qualified}:{value}")
+                if level is not None:
+                    found.append((level, f"{qualified} = {value}"))
+        return found
 
     def _marked(
         self, tags: Iterable[Urn], terms: Iterable[Urn]
@@ -495,7 +519,7 @@ def _strip(value: str) -> str:
     return value
 
 
-def _classification(tags: list[Urn], terms: list[Urn]) -> str:
+def _classification(tags: list[Urn], terms: list[Urn], properties: Sequence[str] = ()) -> str:
     """``is tagged PII, Sensitive and has glossary term Classification.Confidential``."""
     parts = []
     if tags:
@@ -503,6 +527,9 @@ def _classification(tags: list[Urn], terms: list[Urn]) -> str:
     if terms:
         label = "glossary terms" if len(terms) > 1 else "glossary term"
         parts.append(f"has {label} " + ", ".join(_display(t[len(_TERM_PREFIX) :]) for t in terms))
+    if properties:
+        label = "structured properties" if len(properties) > 1 else "structured property"
+        parts.append(f"has {label} " + ", ".join(properties))
     return " and ".join(parts)
 
 
