@@ -148,10 +148,11 @@ class StaleSource:
        freshness): when it has run, its latest run by time decides (FAILURE is stale,
        SUCCESS fresh); otherwise a fixed-interval schedule is the SLA;
     3. the dataset's own cadence, learned from its update history (up to its 50 latest
-       `operation` events and `lastModified` versions; updates within `burst_minutes`,
-       default 10, count as one): a dataset that usually updates every N hours (the median
-       interval) is stale once silent for `cadence_factor` (default 3) × N. Fewer than
-       `min_updates` (default 5) updates in its history is reported as unknown;
+       `operation` events and, on `lite:`, `lastModified` versions; updates within
+       `burst_minutes`, default 10, count as one): a dataset that usually updates every N
+       hours (the median interval) is stale once silent for `cadence_factor` (default 3) ×
+       N. Fewer than `min_updates` (default 5) updates in its history is reported as
+       unknown;
     4. the check's `default_sla_hours` setting (unset by default).
 
     A dataset none of these applies to is not checked. Overdue is medium severity; overdue

@@ -264,7 +264,8 @@ class Node:
     update_times: tuple[datetime, ...] | None = None
     """For a dataset: when its data changed, oldest first, distinct, at most the newest
     :data:`UPDATE_HISTORY` (its ``operation`` events' ``lastUpdatedTimestamp`` and the
-    ``lastModified`` of its ``datasetProperties`` versions); None when the backend read none."""
+    ``lastModified`` of its ``datasetProperties``: of every version on ``lite:``, of the current
+    one on ``datahub:`` and ``mcp:``); None when the backend read none."""
     domains: tuple[Urn, ...] = ()
     """The domains the entity belongs to (DataHub's ``domains`` aspect), sorted."""
     annotated_columns: tuple[SchemaField, ...] = ()
