@@ -95,7 +95,6 @@ def test_a_scan_report_is_version_3_with_incidents_and_evidence(demo: Path) -> N
     assert stale["overdue_since"] == "2026-11-17T06:00:00+00:00"
     deprecated = found[("deprecated_source", SEGMENTS, None)]["evidence"]
     assert deprecated["decommission_time"].startswith("2026-12-15")
-    assert deprecated["days_left"] == 24
     pii = found[("pii_exposure", CUSTOMERS, "email")]["evidence"]
     assert pii["feeds_model"] == "yes"
     assert pii["tags"]

@@ -35,7 +35,7 @@ class DeprecatedSource:
     - Deprecated with a decommission date that has passed: high. It may disappear at any
       time.
     - Deprecated otherwise: medium, with the owners' note, the replacement if they named
-      one and the days left until the decommission date if they set one.
+      one and the decommission date if they set one.
 
     Why it matters: deprecated data stops being fixed, backfilled and monitored long before
     it stops existing, and the day it is switched off the model's pipeline breaks.
@@ -83,7 +83,7 @@ class DeprecatedSource:
             severity, message = _deprecated(node.deprecation, ctx.now)
         else:
             return CheckOutcome()
-        evidence = _evidence(node.deprecation, ctx.now)
+        evidence = _evidence(node.deprecation)
         finding = ctx.finding(self.name, severity, node, None, message, evidence=evidence)
         return CheckOutcome(findings=(finding,))
 
@@ -101,41 +101,29 @@ def _deprecated(deprecation: Deprecation, now: datetime) -> tuple[Severity, str]
     if when is None:
         return Severity.MEDIUM, f"deprecated in DataHub{tail}, with no decommission date"
     when = _as_utc(when)
+    # Dates, never "in N days": the message is written back to DataHub, and a countdown would
+    # rewrite the incident and its document (a new aspect version) on every day's scan.
     if when < now:
-        ago = (now - when).days
         return Severity.HIGH, (
-            f"deprecated in DataHub and was to be decommissioned on {_format_date(when)}, "
-            f"{_in_days(ago)} ago{tail}"
+            f"deprecated in DataHub and was to be decommissioned on {_format_date(when)}{tail}"
         )
-    left = (when - now).days
     return Severity.MEDIUM, (
-        f"deprecated in DataHub{tail}; to be decommissioned on {_format_date(when)}, "
-        f"in {_in_days(left)}"
+        f"deprecated in DataHub{tail}; to be decommissioned on {_format_date(when)}"
     )
 
 
-def _evidence(deprecation: Deprecation | None, now: datetime) -> dict[str, JSON]:
+def _evidence(deprecation: Deprecation | None) -> dict[str, JSON]:
     """The deprecation details (none for a soft-deleted entity that is not deprecated)."""
     if deprecation is None:
         return {}
+    # No days-left count, for the reason the message has none: the report's `now` and this
+    # date give it.
     when = deprecation.decommission_time
-    days_left = None
-    if when is not None:
-        when = _as_utc(when)
-        days_left = (when - now).days if when >= now else -(now - when).days
     return {
         "note": deprecation.note,
         "replacement": deprecation.replacement,
-        "decommission_time": when.isoformat() if when is not None else None,
-        "days_left": days_left,
+        "decommission_time": _as_utc(when).isoformat() if when is not None else None,
     }
-
-
-def _in_days(days: int) -> str:
-    """``less than a day``, ``1 day``, ``12 days``."""
-    if days == 0:
-        return "less than a day"
-    return "1 day" if days == 1 else f"{days} days"
 
 
 def _format_date(when: datetime) -> str:
