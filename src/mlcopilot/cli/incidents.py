@@ -55,7 +55,7 @@ class StateFilter(StrEnum):
 IdsArgument = Annotated[
     list[str],
     typer.Argument(
-        metavar="ID...",
+        metavar="ID",
         help=f"Incident ids, or unique starts of them ({MIN_PREFIX} characters or more).",
         show_default=False,
     ),

@@ -116,7 +116,7 @@ def _none(wanted: OutboxFilter) -> str:
 def outbox_retry(
     ids: Annotated[
         list[int] | None,
-        typer.Argument(metavar="[ID]...", help="Dead rows to retry (default: every dead row)."),
+        typer.Argument(metavar="ID", help="Dead rows to retry (default: every dead row)."),
     ] = None,
     catalog: CatalogOption = None,
     state_url: StateOption = None,
