@@ -22,8 +22,10 @@ def demo_records(*names: str) -> list[dict[str, Any]]:
     return [r for n in names for r in json.loads((DEMO_DATA / n).read_text(encoding="utf-8"))]
 
 
-def run(tmp_path: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MLCOPILOT_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+def run(
+    tmp_path: Path, *args: str, token: str | None = None, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MLCOPILOT_HOME": str(tmp_path / "home"), "COLUMNS": "200", **extra}
     env.pop("DATAHUB_GMS_TOKEN", None)
     if token is not None:
         env["DATAHUB_GMS_TOKEN"] = token
@@ -88,6 +90,31 @@ def test_doctor_passes_on_a_healthy_server(standin_factory: StandInFactory, tmp_
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout
     assert result.stdout.count("pass") >= 4
+
+
+def test_doctor_checks_the_notification_settings_a_scan_would_refuse(
+    standin_factory: StandInFactory, tmp_path: Path
+) -> None:
+    server = standin_factory(demo_records("01_catalog.json"))
+    run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
+    none = run(tmp_path, "doctor", "--catalog", f"datahub:{server.url}")
+    assert "notifications: none configured" in none.stdout, none.stdout
+    half = run(
+        tmp_path, "doctor", "--catalog", f"datahub:{server.url}", MLCOPILOT_GITHUB_REPO="acme/x"
+    )
+    assert half.returncode == 1
+    assert "FAIL  notifications: MLCOPILOT_GITHUB_REPO is set but no token" in half.stdout
+    whole = run(
+        tmp_path,
+        "doctor",
+        "--catalog",
+        f"datahub:{server.url}",
+        MLCOPILOT_GITHUB_REPO="acme/x",
+        GITHUB_TOKEN=SECRET,
+    )
+    assert whole.returncode == 0, whole.stdout
+    assert "notifications: GitHub issues in acme/x" in whole.stdout
+    assert SECRET not in whole.stdout + whole.stderr
 
 
 def test_doctor_names_a_refused_token_without_echoing_it(

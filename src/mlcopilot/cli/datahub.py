@@ -60,8 +60,35 @@ def doctor_command(catalog: DataHubOption = "datahub:") -> None:
         )
         out.print(f"{mark}  {escape(check.name)}: {escape(check.detail)}")
     out.print(f"[cyan]info[/]  {escape(_write_back_mode(config))}")
-    if any(not c.ok and c.required for c in checks):
+    notifications_ok, notifications = _notifications(config)
+    mark = "[cyan]info[/]" if notifications_ok else "[red]FAIL[/]"
+    out.print(f"{mark}  notifications: {escape(notifications)}")
+    if not notifications_ok or any(not c.ok and c.required for c in checks):
         raise typer.Exit(1)
+
+
+def _notifications(config: Settings) -> tuple[bool, str]:
+    """Whether the GitHub and Slack settings would let a scan start, and where they send.
+
+    A scan refuses a half-configured sink (a repository without a token, say); the doctor says
+    so first, with the same message, instead of leaving it to the first scan.
+    """
+    from mlcopilot.errors import ConfigError
+    from mlcopilot.notify.sinks.config import NotifySettings
+
+    try:
+        notify = NotifySettings.from_settings(config)
+    except ConfigError as exc:
+        return False, str(exc)
+    where = []
+    if notify.github is not None:
+        where.append(f"GitHub issues in {notify.github.repo}")
+    if notify.slack is not None:
+        target = notify.slack.channel or "the webhook's channel"
+        where.append(f"Slack ({notify.slack.mode}) to {target}")
+    if not where:
+        return True, "none configured (scans notify nobody; `mlcopilot demo` shows the previews)"
+    return True, "; ".join(where)
 
 
 def _write_back_mode(config: Settings) -> str:
