@@ -86,9 +86,8 @@ from mlcopilot.store.rows import incident_from_mapping
 if TYPE_CHECKING:
     from mlcopilot.protocols import StateStore
 
-_TABLES: Final = frozenset(
-    {"baselines", "scan_runs", "incidents", "notify_groups", "outbox", "sink_refs"}
-)
+_TABLES: Final = frozenset(t.metadata.tables)
+"""mlcopilot's own tables: what the newest migration makes (no list to keep in step)."""
 _MIGRATION_LOCK: Final = 0x6D6C_636F_7069_6C6F  # "mlcopilo": serialises migrations on Postgres
 _PG_CONNECT_TIMEOUT_S: Final = 10
 _WRITE: Final = "mlcopilot_write"
