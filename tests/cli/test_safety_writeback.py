@@ -92,6 +92,8 @@ def test_the_table_says_the_write_back_is_off(home: Path) -> None:
     ran = run_on_terminal(home, "scan", "--now", DAY1, "--no-write-back", columns=WIDE)
     assert ran.code == 0, ran.stdout
     assert "Write-back to the catalog is off" in ran.stdout
+    assert "Write-back: off (shadow run); nothing written to the catalog." in ran.stdout
+    assert "already up to date" not in ran.stdout  # it is not: nothing was written
 
 
 def test_the_flag_overrides_the_file_both_ways(home: Path, tmp_path: Path) -> None:

@@ -207,7 +207,10 @@ def print_scan(result: ScanResult, console: Console, *, previewed: Collection[st
         f"open, [green]{len(changes.resolved)}[/] {resolved}."
     )
     console.print(safe(result.summary.sentence()))
-    print_writes(result.writes, console, dry_run=result.dry_run)
+    if result.write_back:
+        print_writes(result.writes, console, dry_run=result.dry_run)
+    else:  # a shadow run: "already up to date" would claim the catalog holds the findings
+        console.print("Write-back: off (shadow run); nothing written to the catalog.")
     print_notifications(result.notifications, console, dry_run=result.dry_run)
     for incident_id, who in sorted(result.acks.acknowledged.items()):
         console.print(f"Acknowledged {incident_id} ({safe(who)}).")
