@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from mlcopilot.model import Severity
 from mlcopilot.notify.codec import OutboxStatus
 from testing.builders import model_urn
 from testing.notify_world import CUSTOMERS, world
-from tests.store.conftest import _postgres, _with_search_path
+from testing.postgres import fresh_schema
 
 COLUMNS = [f"col_{n:02d}" for n in range(20)]
 MODELS = {"churn": ["raw.customers"], "ltv": ["raw.customers"], "fraud": ["raw.customers"]}
@@ -79,19 +77,8 @@ def test_findings_of_a_concurrent_scan_within_group_wait_join_the_first_message(
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    admin_url, why = _postgres()
-    if admin_url is None:
-        pytest.skip(f"PostgreSQL not reachable at 127.0.0.1:5432: {why}")
-    schema = f"mlc_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        yield _with_search_path(admin_url, schema)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_schema() as url:
+        yield url
 
 
 @pytest.mark.postgres

@@ -3,20 +3,18 @@ when another relay held (or took over) a row — on SQLite and, with two relays,
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from mlcopilot.model import OutboxItem, Severity
 from mlcopilot.notify.codec import OutboxStatus
 from mlcopilot.notify.relay import Relay, RelayReport, RetryPolicy, no_failpoint
 from mlcopilot.notify.sinks.github import GitHubSink
 from testing.notify_world import CUSTOMERS, Script, World, world
-from tests.store.conftest import _postgres, _with_search_path
+from testing.postgres import fresh_schema
 
 PII: Script = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
 LEASE = RetryPolicy().lease
@@ -28,19 +26,8 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'state.db'}"
         return
-    admin_url, why = _postgres()
-    if admin_url is None:
-        pytest.skip(f"PostgreSQL not reachable at 127.0.0.1:5432: {why}")
-    schema = f"mlc_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        yield _with_search_path(admin_url, schema)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_schema() as url:
+        yield url
 
 
 def github_sink(w: World) -> GitHubSink:

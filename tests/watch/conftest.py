@@ -8,13 +8,11 @@ says why; nothing else does.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from testing.broker import (
     Broker,
@@ -24,8 +22,8 @@ from testing.broker import (
     running_broker,
     tansu_available,
 )
+from testing.postgres import fresh_schema
 from testing.schema_registry import SchemaRegistry
-from tests.store.conftest import PG_ADDRESS, _postgres, _with_search_path
 
 if TYPE_CHECKING:
     from tests.watch.test_wire_watch import Home
@@ -87,19 +85,8 @@ def events(broker: Broker, topics: Topics) -> Iterator[Events]:
 @pytest.fixture
 def postgres_state_url() -> Iterator[str]:
     """A fresh PostgreSQL schema for a state database shared by several watchers."""
-    admin_url, why = _postgres()
-    if admin_url is None:
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADDRESS}: {why}")
-    schema = f"mlc_watch_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        yield _with_search_path(admin_url, schema)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_schema("mlc_watch") as url:
+        yield url
 
 
 @pytest.fixture

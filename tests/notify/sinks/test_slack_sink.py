@@ -5,13 +5,11 @@ PostgreSQL), slow drips, redirects (issue 11)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from mlcopilot.model import Severity
 from mlcopilot.notify.codec import DeliveryError, OutboxItem, OutboxStatus
@@ -21,7 +19,7 @@ from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
 from testing.fakes.http import FakeServer
 from testing.fakes.slack import CHANNEL_ID, WEBHOOK_PATH, FakeSlack
 from testing.notify_world import CUSTOMERS, FakeClock, Script, World, world
-from tests.store.conftest import _postgres, _with_search_path
+from testing.postgres import fresh_schema
 
 POST = "/api/chat.postMessage"
 PII: Script = {"pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]}}
@@ -369,19 +367,8 @@ class Interleaved:
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    admin_url, why = _postgres()
-    if admin_url is None:
-        pytest.skip(f"PostgreSQL not reachable at 127.0.0.1:5432: {why}")
-    schema = f"mlc_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        yield _with_search_path(admin_url, schema)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_schema() as url:
+        yield url
 
 
 @pytest.mark.postgres
