@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from enum import StrEnum
@@ -35,6 +35,7 @@ from mlcopilot.wording import count
 if TYPE_CHECKING:
     from mlcopilot.cli.render.summary import Closing
     from mlcopilot.gate import GateRules
+    from mlcopilot.model import CheckInfo
     from mlcopilot.scan import Progress as ScanProgress
 
 
@@ -44,6 +45,9 @@ class OutputFormat(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
+    junit = "junit"
+    sarif = "sarif"
+    github = "github"
 
 
 @app.command("scan")
@@ -58,7 +62,13 @@ def scan_command(
         str | None, typer.Option(help="The clock, ISO-8601 (default: now).", show_default=False)
     ] = None,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="Report format.")
+        OutputFormat,
+        typer.Option(
+            "--format",
+            help="Report format: table, json, markdown, or a CI's own: junit (JUnit XML), "
+            "sarif (SARIF 2.1.0, for code scanning), github (workflow annotations, and the "
+            "markdown report appended to $GITHUB_STEP_SUMMARY when it is set).",
+        ),
     ] = OutputFormat.table,
     output: Annotated[
         Path | None, typer.Option(help="Write the report to this file instead of stdout.")
@@ -171,7 +181,8 @@ def scan_command(
     for report in result.models:
         for error in report.errors:
             err.print(f"[yellow]warning:[/] {escape(error)}")
-    text = _render(closing, output_format, json_version)
+    infos = [check.info for check in checks]
+    text = _render(closing, output_format, json_version, infos, fail_on)
     _emit(text, output, closing, quiet=quiet)
     if verdict is not None and not verdict.passed:
         raise typer.Exit(1)
@@ -200,8 +211,19 @@ def _gate_rules(
     )
 
 
-def _render(closing: Closing, output_format: OutputFormat, json_version: int) -> str | None:
+def _render(
+    closing: Closing,
+    output_format: OutputFormat,
+    json_version: int,
+    checks: Sequence[CheckInfo],
+    fail_on: Severity | None,
+) -> str | None:
     from mlcopilot.cli.render.report import render_json, render_markdown
+
+    if output_format is OutputFormat.junit:
+        from mlcopilot.cli.render.junit import render_junit
+
+        return render_junit(closing.result, checks, fail_on)
 
     if output_format is OutputFormat.json:
         return render_json(
