@@ -224,6 +224,14 @@ def _render(
         from mlcopilot.cli.render.junit import render_junit
 
         return render_junit(closing.result, checks, fail_on)
+    if output_format is OutputFormat.github:
+        from mlcopilot.cli.render.github import append_step_summary, render_github
+
+        try:
+            append_step_summary(render_markdown(closing.result, closing))
+        except OSError as exc:
+            raise UsageError(f"$GITHUB_STEP_SUMMARY: cannot write: {exc.strerror}") from exc
+        return render_github(closing.result, closing.verdict)
 
     if output_format is OutputFormat.json:
         return render_json(
