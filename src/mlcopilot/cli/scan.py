@@ -224,6 +224,10 @@ def _render(
         from mlcopilot.cli.render.junit import render_junit
 
         return render_junit(closing.result, checks, fail_on)
+    if output_format is OutputFormat.sarif:
+        from mlcopilot.cli.render.sarif import render_sarif
+
+        return render_sarif(closing.result, checks)
     if output_format is OutputFormat.github:
         from mlcopilot.cli.render.github import append_step_summary, render_github
 
