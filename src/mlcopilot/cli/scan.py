@@ -62,16 +62,23 @@ def scan_command(
         str | None, typer.Option(help="The clock, ISO-8601 (default: now).", show_default=False)
     ] = None,
     output_format: Annotated[
-        OutputFormat,
+        list[OutputFormat] | None,
         typer.Option(
             "--format",
             help="Report format: table, json, markdown, or a CI's own: junit (JUnit XML), "
             "sarif (SARIF 2.1.0, for code scanning), github (workflow annotations, and the "
-            "markdown report appended to $GITHUB_STEP_SUMMARY when it is set).",
+            "markdown report appended to $GITHUB_STEP_SUMMARY when it is set). Repeatable, "
+            "in pairs with --output: --format json --output r.json --format sarif --output "
+            "r.sarif.  [default: table]",
+            show_default=False,
         ),
-    ] = OutputFormat.table,
+    ] = None,
     output: Annotated[
-        Path | None, typer.Option(help="Write the report to this file instead of stdout.")
+        list[Path] | None,
+        typer.Option(
+            help="Write the report to this file instead of stdout (- for stdout). With several "
+            "--format, one --output each, in the same order.",
+        ),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Write nothing; show what would be written.")
@@ -124,8 +131,8 @@ def scan_command(
         typer.Option(
             "--quiet",
             "-q",
-            help="Print only the closing summary and errors (a --format json or markdown "
-            "report is still written).",
+            help="Print only the closing summary and errors (a report asked for with --format "
+            "is still written).",
         ),
     ] = False,
     max_hops: Annotated[int, typer.Option(help="Cap on lineage hops from the model.")] = 50,
@@ -161,12 +168,7 @@ def scan_command(
     if write_back is not None:
         notify = replace(notify, write_back=write_back)
     checks = configured_checks(settings)
-    output = report_path(output)
-    if output is not None and output_format is OutputFormat.table:
-        err.print(
-            f"The report goes to {escape(str(output))} as markdown (tables are for terminals)."
-        )
-        output_format = OutputFormat.markdown
+    reports = _reports(output_format or [OutputFormat.table], output or [])
     with (
         opened_for_scan(settings, dry_run=dry_run) as (cat, store),
         _progress(quiet=quiet) as progress,
@@ -182,12 +184,48 @@ def scan_command(
         for error in report.errors:
             err.print(f"[yellow]warning:[/] {escape(error)}")
     infos = [check.info for check in checks]
-    text = _render(closing, output_format, json_version, infos, fail_on)
-    _emit(text, output, closing, quiet=quiet)
+    # The report for stdout (or else the last one) is emitted last, with the closing summary.
+    *others, last = sorted(reports, key=lambda pair: pair[1] is None)
+    for each_format, path in others:
+        if path is None:  # never: _reports lets at most one report go to stdout
+            continue
+        _write_atomically(path, _render(closing, each_format, json_version, infos, fail_on) or "")
+        if not quiet:
+            err.print(f"Report written to {path}")
+    text = _render(closing, last[0], json_version, infos, fail_on)
+    _emit(text, last[1], closing, quiet=quiet)
     if verdict is not None and not verdict.passed:
         raise typer.Exit(1)
     if result.relay is not None and not result.relay.ok:
         raise typer.Exit(5)
+
+
+def _reports(
+    formats: Sequence[OutputFormat], outputs: Sequence[Path]
+) -> list[tuple[OutputFormat, Path | None]]:
+    """Each report asked for and where it goes (None: stdout), checked before the scan.
+
+    One ``--format`` takes at most one ``--output``; several pair up in order, and at most one
+    of them may go to stdout. A table bound for a file is written as markdown.
+    """
+    if (len(formats) > 1 or len(outputs) > 1) and len(formats) != len(outputs):
+        raise UsageError(
+            f"{len(formats)} --format and {len(outputs)} --output: "
+            "with several, give them in pairs (--format json --output r.json --format "
+            "sarif --output r.sarif; - for stdout)"
+        )
+    paths = [report_path(path) for path in outputs] or [None]
+    if sum(path is None for path in paths) > 1:
+        raise UsageError("only one report can go to stdout: give the others an --output file")
+    reports: list[tuple[OutputFormat, Path | None]] = []
+    for each_format, path in zip(formats, paths, strict=True):
+        if path is not None and each_format is OutputFormat.table:
+            err.print(
+                f"The report goes to {escape(str(path))} as markdown (tables are for terminals)."
+            )
+            each_format = OutputFormat.markdown
+        reports.append((each_format, path))
+    return reports
 
 
 def _gate_rules(

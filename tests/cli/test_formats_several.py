@@ -1,0 +1,71 @@
+"""Several report formats in one scan: ``--format``/``--output`` in pairs, through the
+installed command.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from testing.installed_cli import run_cli
+from tests.conftest import DEMO_DATA
+
+DAY1 = "2026-11-20T09:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("demo") / "home"
+    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
+    assert loaded.code == 0, loaded.stderr
+    return home
+
+
+@pytest.fixture
+def demo(tmp_path: Path, demo_home: Path) -> Path:
+    home = tmp_path / "home"
+    shutil.copytree(demo_home, home)
+    return home
+
+
+def test_each_format_goes_to_its_output_from_one_scan(demo: Path, tmp_path: Path) -> None:
+    report, log = tmp_path / "r.json", tmp_path / "r.sarif"
+    ran = run_cli(
+        demo,
+        *("scan", "--now", DAY1, "--fail-on", "high"),
+        *("--format", "json", "--output", str(report)),
+        *("--format", "sarif", "--output", str(log)),
+        *("--format", "junit", "--output", "-"),
+    )
+    assert ran.code == 1, ran.stderr
+    findings = {f["id"] for m in json.loads(report.read_text())["models"] for f in m["findings"]}
+    results = json.loads(log.read_text())["runs"][0]["results"]
+    assert {r["partialFingerprints"]["mlcopilotIncident/v1"] for r in results} == findings
+    assert len(findings) == 3
+    assert ET.fromstring(ran.stdout).attrib["failures"] == "2"
+    # One scan made all three: it opened the incidents, and one summary closes stderr.
+    assert sorted(json.loads(report.read_text())["incidents"]["opened"]) == sorted(findings)
+    assert ran.stderr.count("Summary:") == 1
+    assert f"Report written to {report}" in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--format", "json", "--format", "sarif"), "2 --format and 0 --output"),
+        (("--format", "json", "--output", "-", "--format", "sarif", "--output", "-"), "stdout"),
+    ],
+)
+def test_unpaired_or_two_stdout_reports_are_refused_before_scanning(
+    demo: Path, args: tuple[str, ...], said: str
+) -> None:
+    ran = run_cli(demo, "scan", "--now", DAY1, *args)
+    assert ran.code == 2
+    assert said in ran.stderr
+    # Refused before the scan: nothing was recorded, so a later scan still opens them.
+    later = run_cli(demo, "scan", "--now", DAY1, "--format", "json")
+    assert len(later.json()["incidents"]["opened"]) == 3
