@@ -57,7 +57,7 @@ from mlcopilot.notify.sinks.config import SlackSettings
 from mlcopilot.notify.sinks.pacing import Pacer
 from mlcopilot.notify.sinks.render_slack import root_message, thread_message
 from mlcopilot.notify.sinks.slack_http import open_url
-from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress, allowlist
+from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress
 from mlcopilot.redact import redact
 
 EVENT_TYPE = "mlcopilot_notification"
@@ -195,8 +195,7 @@ class _SlackError(DeliveryError):
 
 
 def _policy(settings: SlackSettings) -> AddressPolicy:
-    rules = allowlist(settings.allowed_hosts, what="notify.allowed_hosts")
-    return AddressPolicy(rules=rules, allow_loopback=settings.allow_local)
+    return AddressPolicy.of(settings.allowed_hosts, allow_loopback=settings.allow_local)
 
 
 class SlackSink:
