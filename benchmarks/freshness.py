@@ -22,7 +22,6 @@ import argparse
 import gc
 import importlib
 import random
-import re
 import shutil
 import tempfile
 import time
@@ -37,6 +36,7 @@ from datahub.metadata import schema_classes as sc
 
 from benchmarks.catalogs import ensure
 from benchmarks.generate import NOW_MS, Shape
+from benchmarks.results_md import replace_block
 from benchmarks.signals import N, walk
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.lite import LiteCatalog
@@ -54,7 +54,6 @@ START, END = (
     "<!-- end generated: freshness -->",
 )
 _T = TypeVar("_T")
-RESULTS_MD = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 def best_of(runs: int, step: Callable[[], _T]) -> tuple[float, _T]:
@@ -201,19 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        _replace_block(text)
-
-
-def _replace_block(block: str) -> None:
-    """Put ``block`` between the markers in RESULTS.md (appended the first time)."""
-    current = RESULTS_MD.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: block, current)
-    else:
-        heading = "## Learned freshness and classification"
-        updated = current.rstrip("\n") + f"\n\n{heading}\n\n" + block + "\n"
-    RESULTS_MD.write_text(updated, encoding="utf-8")
+        replace_block(text, start=START, end=END, heading="Learned freshness and classification")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import re
 import shutil
 import tempfile
 import time
@@ -33,6 +32,7 @@ from datahub.metadata import schema_classes as sc
 
 from benchmarks.catalogs import ensure
 from benchmarks.generate import Shape
+from benchmarks.results_md import replace_block
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks.failing_assertion import FailingAssertion, FailingAssertionConfig
@@ -46,8 +46,6 @@ NOW = datetime(2036, 1, 1, tzinfo=UTC)
 T0 = 1_767_225_600_000  # 2026-01-01, epoch ms
 HOUR = 3_600_000
 RUNS = 5
-HERE = Path(__file__).resolve().parent
-RESULTS_MD = HERE / "RESULTS.md"
 START, END = "<!-- generated: python -m benchmarks.signals -->", "<!-- end generated: signals -->"
 
 
@@ -205,18 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        _replace(text)
-
-
-def _replace(block: str) -> None:
-    """Put ``block`` between the markers in RESULTS.md (appended the first time)."""
-    current = RESULTS_MD.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: block, current)
-    else:
-        updated = current.rstrip("\n") + "\n\n## DataHub's quality signals\n\n" + block + "\n"
-    RESULTS_MD.write_text(updated, encoding="utf-8")
+        replace_block(text, start=START, end=END, heading="DataHub's quality signals")
 
 
 if __name__ == "__main__":
