@@ -23,8 +23,9 @@ from datahub_actions.event.event_registry import (
     RelationshipChangeEvent,
 )
 
+from mlcopilot.downstream import DownstreamIndex
 from mlcopilot.watch import pipeline
-from mlcopilot.watch.affected import DownstreamIndex, affected_models
+from mlcopilot.watch.affected import affected_models
 from mlcopilot.watch.events import (
     CHANGE_LOG_ASPECTS,
     ENTITY_CHANGE_CATEGORIES,

@@ -27,10 +27,11 @@ from datahub_actions.event.event_envelope import EventEnvelope
 from datahub_actions.pipeline.pipeline_context import PipelineContext
 from pydantic import BaseModel, ConfigDict, Field
 
+from mlcopilot.downstream import DownstreamIndex, build_index
 from mlcopilot.errors import StoreError
 from mlcopilot.protocols import StateStore, WalkLimits
 from mlcopilot.settings import Settings, load_settings, parse_duration
-from mlcopilot.watch.affected import DownstreamIndex, affected_models, build_index
+from mlcopilot.watch.affected import affected_models
 from mlcopilot.watch.events import PoisonEvent, changed_entities
 from mlcopilot.watch.worker import Worker, WorkerOptions
 

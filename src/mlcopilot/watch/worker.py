@@ -12,7 +12,7 @@ Two threads in the watch process, each with its own catalog and state store conn
 - the *relay* delivers the outbox (write-back, GitHub, Slack) as ``mlcopilot outbox deliver``
   does, under the outbox's leases, so several watchers deliver each row once.
 
-Every scan's walks refresh the :class:`~mlcopilot.watch.affected.DownstreamIndex` the action
+Every scan's walks refresh the :class:`~mlcopilot.downstream.DownstreamIndex` the action
 reads.
 """
 
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from mlcopilot.clock import SystemClock
+from mlcopilot.downstream import DownstreamIndex
 from mlcopilot.protocols import ALL_MODELS, Catalog, RescanRequest, StateStore, WalkLimits
 from mlcopilot.settings import Settings
-from mlcopilot.watch.affected import DownstreamIndex
 
 log = logging.getLogger("mlcopilot.watch")
 
