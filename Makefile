@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,18 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed-dev
+# The browser tests (tests/browser/) drive Debian's Chromium headless. Installed here when it is
+# missing and we are root (CI, the dev machines); otherwise nothing happens and those tests
+# skip, saying why. A failed install does not stop the rest of the suite.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends chromium fonts-dejavu-core >/dev/null) \
+		|| echo "warning: could not install chromium; the browser tests will skip"; \
+	fi
+
+unit: $(VENV)/.installed-dev browser
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
