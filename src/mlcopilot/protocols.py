@@ -315,6 +315,17 @@ class StateStore(OutboxStore, Protocol):
         """
         ...
 
+    def renew_rescans(
+        self, requests: Sequence[RescanRequest], *, owner: str, now: datetime, lease: timedelta
+    ) -> int:
+        """Extend to ``now + lease`` the lease of the ``requests`` ``owner`` still holds.
+
+        A watcher calls it while it scans (its heartbeat), so a scan longer than the lease is
+        not taken over by another watcher; once it stops (dies), the lease runs out. Returns
+        how many rows it still holds (fewer: another watcher took them after a lapse).
+        """
+        ...
+
     def complete_rescans(
         self,
         requests: Sequence[RescanRequest],

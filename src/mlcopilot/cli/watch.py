@@ -42,6 +42,15 @@ def watch_command(
             show_default=False,
         ),
     ] = None,
+    lease: Annotated[
+        str | None,
+        typer.Option(
+            "--lease",
+            help="How long a claimed rescan outlives this watcher if it dies, e.g. 1m; renewed "
+            "while it scans (default: 15m).",
+            show_default=False,
+        ),
+    ] = None,
     catalog: CatalogOption = None,
     state_url: StateOption = None,
 ) -> None:
@@ -62,6 +71,11 @@ def watch_command(
         interval = None if off else parse_duration(rescan_interval, "--rescan-interval")
         if interval is not None and interval.total_seconds() <= 0:
             raise UsageError(f"--rescan-interval {rescan_interval}: must be more than 0")
+    held = None
+    if lease is not None:
+        held = parse_duration(lease, "--lease")
+        if held.total_seconds() <= 0:
+            raise UsageError(f"--lease {lease}: must be more than 0")
     settings = command_settings(catalog, state_url)
     config = run.config_for(
         settings,
@@ -69,6 +83,7 @@ def watch_command(
         rescan_interval=interval,
         rescan_given=rescan_interval is not None,
         for_display=print_config,
+        lease=held,
     )
     if print_config:
         from mlcopilot.watch.pipeline import render_yaml

@@ -4,7 +4,9 @@
 them. Like the outbox's claim, PostgreSQL claims with ``FOR UPDATE SKIP LOCKED`` so concurrent
 watchers on one database split the requests and never scan one twice at once; SQLite
 serialises writers with ``BEGIN IMMEDIATE``. A claim carries a lease: a watcher that dies
-mid-scan leaves its rows claimed until the lease expires, then another watcher takes them.
+mid-scan leaves its rows claimed until the lease expires, then another watcher takes them; a
+live watcher renews the lease of the rows it holds while it scans (:func:`renew`), so a scan
+longer than the lease keeps its claim.
 """
 
 from __future__ import annotations
@@ -83,6 +85,30 @@ def claim(
         .values(claimed_by=owner, claimed_at=now, lease_until=now + lease)
     )
     return [_request({**m, "claimed_by": owner, "claimed_at": now}) for m in rows]
+
+
+def renew(
+    conn: Connection,
+    requests: Sequence[RescanRequest],
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+) -> int:
+    """Extend to ``now + lease`` the lease of the rows ``owner`` still holds; how many.
+
+    A row another watcher took meanwhile (this one stopped renewing long enough for the lease
+    to run out) is not renewed: the count says the claim was lost.
+    """
+    r = t.rescan_requests
+    if not requests:
+        return 0
+    result = conn.execute(
+        update(r)
+        .where(r.c.model.in_([i.model for i in requests]), r.c.claimed_by == owner)
+        .values(lease_until=now + lease)
+    )
+    return int(result.rowcount or 0)
 
 
 def complete(

@@ -492,6 +492,14 @@ class SqlStore(ClosedOnExit):
         with self._write("claiming rescan requests") as conn:
             return rescan_sql.claim(conn, owner=owner, now=now, lease=lease, limit=limit)
 
+    def renew_rescans(
+        self, requests: Sequence[RescanRequest], *, owner: str, now: datetime, lease: timedelta
+    ) -> int:
+        """Extend the lease of the requests ``owner`` still holds; how many it still holds."""
+        _require_aware("now", now)
+        with self._write("renewing rescan leases") as conn:
+            return rescan_sql.renew(conn, requests, owner=owner, now=now, lease=lease)
+
     def complete_rescans(
         self,
         requests: Sequence[RescanRequest],

@@ -28,12 +28,12 @@ from datahub_actions.pipeline.pipeline_context import PipelineContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from mlcopilot.downstream import DownstreamIndex, build_index
-from mlcopilot.errors import StoreError
+from mlcopilot.errors import ConfigError, StoreError
 from mlcopilot.protocols import StateStore, WalkLimits
 from mlcopilot.settings import Settings, load_settings, parse_duration
 from mlcopilot.watch.affected import affected_models
 from mlcopilot.watch.events import PoisonEvent, changed_entities
-from mlcopilot.watch.worker import Worker, WorkerOptions
+from mlcopilot.watch.worker import LEASE, Worker, WorkerOptions
 
 log = logging.getLogger("mlcopilot.watch")
 
@@ -52,6 +52,9 @@ class ActionConfig(BaseModel):
     models: list[str] = Field(default_factory=list, description="watch only these models")
     rescan_interval: str | None = Field(None, description='full rescan period, or "off"')
     worker: bool = Field(True, description="run the worker (scans) in this process")
+    lease: str | None = Field(
+        None, description="how long a claimed rescan outlives its watcher (default 15m)"
+    )
 
 
 class MlcopilotAction(Action):
@@ -87,6 +90,9 @@ class MlcopilotAction(Action):
         if config.rescan_interval is not None:
             off = config.rescan_interval.strip().lower() in ("off", "never", "none")
             interval = None if off else parse_duration(config.rescan_interval, "rescan_interval")
+        lease = LEASE if config.lease is None else parse_duration(config.lease, "lease")
+        if lease.total_seconds() <= 0:
+            raise ConfigError(f"lease {config.lease}: must be more than 0")
         limits = WalkLimits()
         catalog = open_catalog(settings.catalog_spec, settings)
         try:
@@ -103,6 +109,7 @@ class MlcopilotAction(Action):
                 rescan_interval=interval,
                 retry_backoff=settings.watch.retry_backoff,
                 limits=limits,
+                lease=lease,
             )
             worker = Worker(settings, index, options)
             worker.start()

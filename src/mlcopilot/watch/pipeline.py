@@ -49,6 +49,7 @@ def pipeline_config(
     rescan_interval: timedelta | None = None,
     for_display: bool = False,
     change_log_aspects: Sequence[str] = (),
+    lease: timedelta | None = None,
 ) -> dict[str, Any]:
     """The pipeline config dict for ``settings``.
 
@@ -60,6 +61,8 @@ def pipeline_config(
             as ``${MLCOPILOT_STATE_URL}`` (DataHub's CLI expands it from the environment).
         change_log_aspects: The change-log aspects the filter passes
             (:data:`mlcopilot.watch.events.CHANGE_LOG_ASPECTS`).
+        lease: How long a claimed rescan outlives its watcher's last renewal (default: the
+            worker's 15 minutes).
     """
     watch = settings.watch
     interval = watch.rescan_interval if rescan_interval is None else rescan_interval
@@ -76,6 +79,8 @@ def pipeline_config(
         )
     if models:
         action["models"] = list(models)
+    if lease is not None:
+        action["lease"] = format_duration(lease)
     config: dict[str, Any] = {
         "name": watch.group,
         "source": _source(settings),

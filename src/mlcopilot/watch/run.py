@@ -24,6 +24,7 @@ def config_for(
     rescan_interval: timedelta | None = None,
     rescan_given: bool = False,
     for_display: bool = False,
+    lease: timedelta | None = None,
 ) -> dict[str, Any]:
     """The pipeline config for ``settings`` (``rescan_given``: the flag set the interval)."""
     config = pipeline_config(
@@ -32,6 +33,7 @@ def config_for(
         rescan_interval=rescan_interval,
         for_display=for_display,
         change_log_aspects=sorted(CHANGE_LOG_ASPECTS),
+        lease=lease,
     )
     if rescan_given and rescan_interval is None:
         config["action"]["config"]["rescan_interval"] = "off"

@@ -1,6 +1,6 @@
 """The watcher's worker: claims rescan requests and runs the ordinary scan of those models.
 
-Two threads in the watch process, each with its own catalog and state store connections:
+Three threads in the watch process, each with its own catalog and state store connections:
 
 - the *scanner* claims due requests (its own and any other watcher's on the same database),
   scans the claimed models exactly as ``mlcopilot scan --model ... --no-deliver`` would, which
@@ -9,6 +9,9 @@ Two threads in the watch process, each with its own catalog and state store conn
   at most the rescan interval). The request :data:`~mlcopilot.protocols.ALL_MODELS` is the
   full rescan: made when the watcher starts, and rescheduled every ``watch.rescan_interval``
   (freshness has no event: staleness is the absence of one).
+- the *lease* thread renews, every third of ``lease``, the claim on the requests the scanner
+  holds, so a scan longer than the lease is never taken over by a second watcher while this
+  one is alive; once it dies (SIGKILL, a lost node) renewals stop and the lease runs out.
 - the *relay* delivers the outbox (write-back, GitHub, Slack) as ``mlcopilot outbox deliver``
   does, under the outbox's leases, so several watchers deliver each row once.
 
@@ -34,7 +37,8 @@ from mlcopilot.settings import Settings
 log = logging.getLogger("mlcopilot.watch")
 
 LEASE = timedelta(minutes=15)
-"""How long a claimed request is held before another watcher may take it (its watcher died)."""
+"""How long a claimed request is held without renewal before another watcher may take it (its
+watcher died). Renewed every third of it while the scan runs."""
 POLL = 1.0
 """Seconds between two looks for requests other watchers recorded (own ones wake at once)."""
 BATCH = 100
@@ -52,6 +56,8 @@ class WorkerOptions:
     rescan_interval: timedelta | None = timedelta(hours=1)
     retry_backoff: timedelta = timedelta(seconds=30)
     limits: WalkLimits = field(default_factory=WalkLimits)
+    lease: timedelta = LEASE
+    """How long a claim outlives its watcher's last renewal."""
 
 
 def owner_name() -> str:
@@ -80,6 +86,10 @@ class Worker:
         self._work = threading.Event()
         self._deliver = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._held: list[RescanRequest] = []
+        self._held_lock = threading.Lock()
+        self._lease_stop = threading.Event()
+        self._lease_thread: threading.Thread | None = None
         self.scans = 0
         """Scans committed (for tests and the closing line)."""
         self.failures = 0
@@ -97,6 +107,10 @@ class Worker:
             thread = threading.Thread(target=target, name=f"mlcopilot-watch-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        self._lease_thread = threading.Thread(
+            target=self._renewer, name="mlcopilot-watch-lease", daemon=True
+        )
+        self._lease_thread.start()
 
     def wake(self) -> None:
         """New requests were recorded: look now rather than at the next poll."""
@@ -109,6 +123,10 @@ class Worker:
         self._deliver.set()
         for thread in self._threads:
             thread.join(timeout)
+        # Only now: the scan in progress keeps its claim until it has completed its requests.
+        self._lease_stop.set()
+        if self._lease_thread is not None:
+            self._lease_thread.join(timeout)
 
     # --- the scanner
 
@@ -137,19 +155,59 @@ class Worker:
         """Claim one batch of due requests and scan it; False when nothing was due."""
         now = _now()
         try:
-            claimed = store.claim_rescans(owner=self.owner, now=now, lease=LEASE, limit=BATCH)
+            claimed = store.claim_rescans(
+                owner=self.owner, now=now, lease=self._options.lease, limit=BATCH
+            )
         except Exception as exc:
             self._say(f"watch: cannot claim rescan requests: {exc}")
             self._stop.wait(POLL)
             return False
         if not claimed:
             return False
+        self._hold(claimed)
         try:
             self._scan(catalog, store, checks, claimed, now)
         except Exception as exc:
             self.failures += 1
             self._failed(store, claimed, exc)
+        finally:
+            self._hold([])
         return True
+
+    def _hold(self, claimed: list[RescanRequest]) -> None:
+        with self._held_lock:
+            self._held = list(claimed)
+
+    # --- the lease
+
+    def _renewer(self) -> None:
+        from mlcopilot.wiring import open_state
+
+        every = self._options.lease.total_seconds() / 3
+        store: StateStore | None = None
+        try:
+            while not self._lease_stop.wait(every):
+                with self._held_lock:
+                    held = list(self._held)
+                if not held:
+                    continue
+                try:
+                    if store is None:
+                        store = open_state(self._settings, create=False)
+                    kept = store.renew_rescans(
+                        held, owner=self.owner, now=_now(), lease=self._options.lease
+                    )
+                except Exception as exc:  # the next renewal tries again, within the lease
+                    self._say(f"watch: cannot renew the lease of the scan in progress: {exc}")
+                    continue
+                if kept < len(held):
+                    self._say(
+                        f"watch: {len(held) - kept} of {len(held)} request(s) in progress were "
+                        "taken by another watcher after this one missed its renewals"
+                    )
+        finally:
+            if store is not None:
+                store.close()
 
     def _scan(
         self,
