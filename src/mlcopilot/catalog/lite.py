@@ -31,6 +31,7 @@ from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.lite_writer import TIMESERIES, LiteWriter, Outcome, TransactionalLite
 from mlcopilot.closing import ClosedOnExit
+from mlcopilot.downstream import downstream_models_of
 from mlcopilot.errors import CatalogError
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
@@ -87,6 +88,8 @@ class LiteCatalog(ClosedOnExit):
         self._lite: TransactionalLite | None = None
         self._writable = False
         self._reverse: dict[Urn, list[Edge]] | None = None
+        self._down: dict[Urn, list[Edge]] | None = None
+        """Every edge by its upstream end (built once, for the reverse walk)."""
         self._nodes: dict[Urn, Node] = {}
         self._edges: dict[Urn, list[Edge]] = {}
         """Each read entity's own upstream edges (declared by its aspects)."""
@@ -156,6 +159,23 @@ class LiteCatalog(ClosedOnExit):
     def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
         """The upstream lineage of ``root`` within ``limits``."""
         return walk_upstream(self, root, limits)
+
+    def downstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Every edge one hop downstream of each urn: the reverse of :meth:`upstream`.
+
+        From an index of every edge the catalog's aspects declare, by upstream end, built
+        once per instance with two range reads (Lite keeps no graph index to ask).
+        """
+        self._check_current()
+        index = self._downstream_index()
+        edges: dict[Edge, None] = {}
+        for urn in dict.fromkeys(urns):
+            edges.update(dict.fromkeys(index.get(urn, [])))
+        return list(edges)
+
+    def downstream_models(self, urn: Urn, limits: WalkLimits | None = None) -> list[Urn]:
+        """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`)."""
+        return downstream_models_of(self, urn, limits or WalkLimits())
 
     def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
         """The schema of the newest version written before ``when``; None if there was none.
@@ -435,6 +455,7 @@ class LiteCatalog(ClosedOnExit):
 
     def _forget(self) -> None:
         self._reverse = None
+        self._down = None
         self._signals = None
         self._nodes = {}
         self._edges = {}
@@ -473,6 +494,26 @@ class LiteCatalog(ClosedOnExit):
                     index.setdefault(edge.downstream, []).append(edge)
             self._reverse = index
         return self._reverse
+
+    def _downstream_index(self) -> dict[Urn, list[Edge]]:
+        """Every edge, own and reverse, by upstream urn: what :meth:`upstream` gives, inverted.
+
+        Own edges are read from every holder of an edge aspect (what ``_edges`` holds per urn);
+        reverse edges are the index :meth:`upstream` already uses, so both agree by
+        construction.
+        """
+        if self._down is None:
+            names = sorted(ax.EDGE_ASPECTS)
+            holders = self._read(f"aspect_name IN ({','.join('?' * len(names))})", names)
+            index: dict[Urn, dict[Edge, None]] = {}
+            for urn in sorted(holders):
+                for edge in ax.edges_from_aspects(urn, holders[urn]):
+                    index.setdefault(edge.upstream, {})[edge] = None
+            for edges in self._reverse_index().values():
+                for edge in edges:
+                    index.setdefault(edge.upstream, {})[edge] = None
+            self._down = {urn: list(edges) for urn, edges in index.items()}
+        return self._down
 
     def _signal_index(self) -> _Signals:
         """Every assertion and active incident, by the entity it names; built once.
