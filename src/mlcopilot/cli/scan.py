@@ -33,9 +33,11 @@ from mlcopilot.model import Severity
 from mlcopilot.wording import count
 
 if TYPE_CHECKING:
+    from mlcopilot.cli.render.html import ReportLinks
     from mlcopilot.cli.render.summary import Closing
     from mlcopilot.gate import GateRules
     from mlcopilot.model import CheckInfo
+    from mlcopilot.protocols import StateStore
     from mlcopilot.scan import Progress as ScanProgress
 
 
@@ -48,6 +50,7 @@ class OutputFormat(StrEnum):
     junit = "junit"
     sarif = "sarif"
     github = "github"
+    html = "html"
 
 
 @app.command("scan")
@@ -67,7 +70,8 @@ def scan_command(
             "--format",
             help="Report format: table, json, markdown, or a CI's own: junit (JUnit XML), "
             "sarif (SARIF 2.1.0, for code scanning), github (workflow annotations, and the "
-            "markdown report appended to $GITHUB_STEP_SUMMARY when it is set). Repeatable, "
+            "markdown report appended to $GITHUB_STEP_SUMMARY when it is set), or html "
+            "(one self-contained page, the lineage drawn: for --output). Repeatable, "
             "in pairs with --output: --format json --output r.json --format sarif --output "
             "r.sarif.  [default: table]",
             show_default=False,
@@ -178,6 +182,7 @@ def scan_command(
         waits = clock if quiet else AnnouncedWaits(clock, err)
         delivery = scan_delivery(notify, cat, waits, deliver=deliver)
         result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
+        links = _html_links(reports, store, notify.datahub_url)
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
     closing = Closing(result, verdict, time.monotonic() - started)
     for report in result.models:
@@ -189,10 +194,11 @@ def scan_command(
     for each_format, path in others:
         if path is None:  # never: _reports lets at most one report go to stdout
             continue
-        _write_atomically(path, _render(closing, each_format, json_version, infos, fail_on) or "")
+        text = _render(closing, each_format, json_version, infos, fail_on, links)
+        _write_atomically(path, text or "")
         if not quiet:
             err.print(f"Report written to {path}")
-    text = _render(closing, last[0], json_version, infos, fail_on)
+    text = _render(closing, last[0], json_version, infos, fail_on, links)
     _emit(text, last[1], closing, quiet=quiet)
     if verdict is not None and not verdict.passed:
         raise typer.Exit(1)
@@ -255,9 +261,14 @@ def _render(
     json_version: int,
     checks: Sequence[CheckInfo],
     fail_on: Severity | None,
+    links: ReportLinks | None = None,
 ) -> str | None:
     from mlcopilot.cli.render.report import render_json, render_markdown
 
+    if output_format is OutputFormat.html:
+        from mlcopilot.cli.render.html import render_html
+
+        return render_html(closing.result, closing=closing, links=links)
     if output_format is OutputFormat.junit:
         from mlcopilot.cli.render.junit import render_junit
 
@@ -285,6 +296,17 @@ def _render(
     if output_format is OutputFormat.markdown:
         return render_markdown(closing.result, closing)
     return None
+
+
+def _html_links(
+    reports: Sequence[tuple[OutputFormat, Path | None]], store: StateStore, datahub_url: str | None
+) -> ReportLinks | None:
+    """Where an HTML report may link (read while the store is open); None: no HTML asked for."""
+    if all(each_format is not OutputFormat.html for each_format, _ in reports):
+        return None
+    from mlcopilot.cli.render.html import report_links
+
+    return report_links(store, datahub_url)
 
 
 def _emit(text: str | None, output: Path | None, closing: Closing, *, quiet: bool) -> None:
