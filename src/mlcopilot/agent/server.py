@@ -13,8 +13,8 @@ Without ``allow_writes`` nothing a tool does writes anywhere: ``scan_model`` is 
 ``acknowledge_incident`` is not registered at all.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: FastMCP evaluates each tool's signature, and
+# scan_model's `write` description is chosen when the server is built (a local name).
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -129,6 +129,10 @@ class Service:
                 # default) for related findings, longer than a tool call should block.
                 delivery = scan_delivery(notify, catalog, OffsetClock(now), deliver=False)
                 result = scan(catalog, store, checks, options, delivery=delivery)
+            except UsageError as exc:
+                # The library names the command's flag ("--model NAME: ..."); here it is the
+                # tool's argument, so the sentence starts with the model.
+                raise UsageError(str(exc).removeprefix("--model ")) from None
             finally:
                 store.close()
         finally:
@@ -445,45 +449,35 @@ def build_server(
     protection on for a loopback host).
     """
     service = Service(settings, allow_writes=allow_writes, clock=clock)
-    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port)
+    # WARNING: FastMCP's own INFO lines (one per request) would drown the command's stderr.
+    server = FastMCP(
+        SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port, log_level="WARNING"
+    )
 
-    if allow_writes:
+    write_help = (
+        "Record the scan: open, update and resolve incidents and commit their write-back and "
+        "notifications to the outbox. False (the default): a dry run that writes nothing."
+        if allow_writes
+        else "Refused here: this server was started read-only (without --allow-writes), so "
+        "every scan is a dry run that writes nothing."
+    )
 
-        async def scan_model_writing(
-            model: ModelParam,
-            fail_on: FailOnParam = "high",
-            write: Annotated[
-                bool,
-                Field(
-                    description="Record the scan: open, update and resolve incidents and commit "
-                    "their write-back and notifications to the outbox. False (the default): a "
-                    "dry run that writes nothing anywhere."
-                ),
-            ] = False,
-        ) -> ScanAnswer:
-            return await _run(partial(service.scan_model, model, write=write, fail_on=fail_on))
+    async def scan_model(
+        model: ModelParam,
+        fail_on: FailOnParam = "high",
+        write: Annotated[bool, Field(description=write_help)] = False,
+    ) -> ScanAnswer:
+        return await _run(partial(service.scan_model, model, write=write, fail_on=fail_on))
 
-        server.add_tool(
-            scan_model_writing,
-            name="scan_model",
-            title="Scan a model's upstream",
-            description=SCAN_DESCRIPTION + " With write=true the scan is recorded.",
-            annotations=ToolAnnotations(
-                readOnlyHint=False, destructiveHint=False, idempotentHint=True
-            ),
-        )
-    else:
-
-        async def scan_model(model: ModelParam, fail_on: FailOnParam = "high") -> ScanAnswer:
-            return await _run(partial(service.scan_model, model, fail_on=fail_on))
-
-        server.add_tool(
-            scan_model,
-            name="scan_model",
-            title="Scan a model's upstream",
-            description=SCAN_DESCRIPTION + " A dry run: nothing is recorded or written.",
-            annotations=READ_ONLY,
-        )
+    server.add_tool(
+        scan_model,
+        title="Scan a model's upstream",
+        description=SCAN_DESCRIPTION
+        + (" With write=true the scan is recorded." if allow_writes else " A dry run."),
+        annotations=ToolAnnotations(
+            readOnlyHint=not allow_writes, destructiveHint=False, idempotentHint=True
+        ),
+    )
 
     @server.tool(
         title="List incidents",

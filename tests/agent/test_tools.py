@@ -1,0 +1,320 @@
+"""The MCP server in-process, through the SDK's connected client and server session.
+
+Everything goes the way a client's request goes: JSON-RPC over memory streams, FastMCP's
+argument validation, the tool, the structured result checked against its outputSchema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession
+from mcp.types import CallToolResult, TextContent, TextResourceContents
+from pydantic import AnyUrl
+
+from mlcopilot.checks import builtin_infos
+from mlcopilot.store import default_state_url, open_store
+from mlcopilot.writeback import incident_document
+from tests.agent.conftest import CUSTOMERS, MODEL, NOW, UI, Connected
+
+READS = {"scan_model", "list_incidents", "explain_incident"}
+
+
+def _structured(result: CallToolResult) -> dict[str, Any]:
+    assert not result.isError, result.content
+    assert result.structuredContent is not None
+    return result.structuredContent
+
+
+def _error(result: CallToolResult) -> str:
+    assert result.isError
+    (content,) = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+def _drift(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The schema drift findings of a scan answer, by field."""
+    return {f["field"]: f for f in answer["findings"] if f["check"] == "schema_drift"}
+
+
+def _hashes(home: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(home.iterdir())
+        if p.is_file()
+    }
+
+
+def test_a_read_only_server_lists_only_read_only_tools_each_with_schemas(
+    connect: Callable[..., Connected],
+) -> None:
+    async def conversation(client: ClientSession) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == READS  # acknowledge_incident is not there at all
+        for tool in tools.values():
+            assert len(tool.description or "") > 60, tool.name
+            assert tool.annotations is not None
+            assert tool.annotations.readOnlyHint is True
+            assert tool.outputSchema is not None
+            assert tool.outputSchema["type"] == "object"
+            for name, schema in tool.inputSchema["properties"].items():
+                assert schema.get("description"), (tool.name, name)
+        scan = tools["scan_model"]
+        assert "Refused here" in scan.inputSchema["properties"]["write"]["description"]
+        assert scan.inputSchema["required"] == ["model"]
+        assert scan.outputSchema is not None
+        assert "verdict" in scan.outputSchema["properties"]
+
+    connect().run(conversation)
+
+
+def test_with_writes_allowed_the_writing_tools_say_so(connect: Callable[..., Connected]) -> None:
+    async def conversation(client: ClientSession) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == READS | {"acknowledge_incident"}
+        ack = tools["acknowledge_incident"]
+        assert ack.annotations is not None
+        assert ack.annotations.readOnlyHint is False
+        assert set(ack.inputSchema["required"]) == {"incident_id", "by"}
+        scan = tools["scan_model"]
+        assert scan.annotations is not None
+        assert scan.annotations.readOnlyHint is False
+        assert "write" in scan.inputSchema["properties"]
+        for name in READS - {"scan_model"}:
+            annotations = tools[name].annotations
+            assert annotations is not None
+            assert annotations.readOnlyHint is True
+
+    connect(allow_writes=True).run(conversation)
+
+
+def test_scan_model_by_name_finds_the_demos_drift_with_its_path_and_verdict(
+    connect: Callable[..., Connected],
+) -> None:
+    async def conversation(client: ClientSession) -> None:
+        answer = _structured(await client.call_tool("scan_model", {"model": "churn_predictor_v1"}))
+        assert answer["model"] == MODEL
+        assert answer["dry_run"] is True
+        assert answer["scanned_at"] == "2026-11-22T09:00:00Z"
+        drift = _drift(answer)
+        removed = drift["signup_date"]
+        assert removed["entity"] == CUSTOMERS
+        assert removed["change"] == "removed"
+        assert removed["severity"] == "critical"
+        assert removed["path"][0] == MODEL
+        assert removed["path"][-1] == CUSTOMERS
+        assert "urn:li:mlFeature:(churn_features,tenure_days)" in removed["path"]
+        assert removed["incident_state"] == "open"  # the second scan opened it
+        assert "baseline accept" in removed["action"]
+        assert removed["why"]
+        renamed = drift["country_code"]
+        assert (renamed["change"], renamed["previous_field"]) == ("renamed", "country")
+        checks = {f["check"] for f in answer["findings"]}
+        assert {"pii_exposure", "stale_source", "deprecated_source"} <= checks
+        verdict = answer["verdict"]
+        assert verdict["safe"] is False
+        assert verdict["fail_on"] == "high"
+        (reason,) = verdict["reasons"]
+        assert reason["rule"] == "severity"
+        assert removed["incident_id"] in reason["incidents"]
+        assert answer["coverage_gaps"] == []
+        assert answer["truncated"] is False
+        # Only a critical finding fails a gate at critical: the removed column, not the rename.
+        critical = _structured(
+            await client.call_tool("scan_model", {"model": MODEL, "fail_on": "critical"})
+        )
+        assert critical["verdict"]["reasons"][0]["incidents"] == [removed["incident_id"]]
+
+    connect().run(conversation)
+
+
+def test_unknown_models_and_bad_arguments_are_one_sentence_tool_errors(
+    connect: Callable[..., Connected],
+) -> None:
+    async def conversation(client: ClientSession) -> None:
+        text = _error(await client.call_tool("scan_model", {"model": "churn_predictor"}))
+        assert "churn_predictor: no model of that name" in text
+        assert "did you mean churn_predictor_v1?" in text
+        assert "--model" not in text
+        assert "Traceback" not in text
+        assert "\n" not in text
+        text = _error(await client.call_tool("scan_model", {"model": "m", "fail_on": "severe"}))
+        assert "fail_on" in text
+        text = _error(
+            await client.call_tool("explain_incident", {"incident_id": "0123456789abcdef"})
+        )
+        assert "no incident '0123456789abcdef'" in text
+        assert "list_incidents" in text
+        text = _error(await client.call_tool("acknowledge_incident", {"incident_id": "x"}))
+        assert "Unknown tool" in text
+
+    connect().run(conversation)
+
+
+def test_a_dry_run_scan_writes_nothing_to_the_store_or_the_catalog(
+    connect: Callable[..., Connected], demo_home: Path
+) -> None:
+    before = _hashes(demo_home)
+    assert {"catalog.db", "state.db"} <= set(before)
+
+    async def conversation(client: ClientSession) -> None:
+        answer = _structured(await client.call_tool("scan_model", {"model": MODEL}))
+        assert answer["dry_run"] is True
+        assert answer["findings"]
+        # Even with writes allowed, a call that does not ask to write is a dry run.
+        again = _structured(await client.call_tool("scan_model", {"model": MODEL}))
+        assert again["dry_run"] is True
+
+    connect().run(conversation)
+    connect(allow_writes=True).run(conversation)
+    assert _hashes(demo_home) == before
+    store = open_store(default_state_url(demo_home), read_only=True)
+    try:
+        last = store.last_scan_at()
+        assert last is not None
+        assert last < NOW
+    finally:
+        store.close()
+
+
+def test_write_is_refused_by_a_read_only_server_and_records_with_allow_writes(
+    connect: Callable[..., Connected], demo_home: Path
+) -> None:
+    async def refused(client: ClientSession) -> None:
+        text = _error(await client.call_tool("scan_model", {"model": MODEL, "write": True}))
+        assert "write=True needs the server started with `mlcopilot mcp --allow-writes`" in text
+
+    async def recorded(client: ClientSession) -> None:
+        answer = _structured(await client.call_tool("scan_model", {"model": MODEL, "write": True}))
+        assert answer["dry_run"] is False
+        assert answer["outbox_rows"] >= 1  # the write-back, left for the relay
+
+    before = _hashes(demo_home)
+    connect().run(refused)
+    assert _hashes(demo_home) == before
+    connect(allow_writes=True).run(recorded)
+    store = open_store(default_state_url(demo_home), read_only=True)
+    try:
+        assert store.last_scan_at() == NOW
+    finally:
+        store.close()
+
+
+def test_list_incidents_by_state_and_model(connect: Callable[..., Connected]) -> None:
+    async def conversation(client: ClientSession) -> None:
+        listed = _structured(await client.call_tool("list_incidents", {}))["incidents"]
+        assert listed
+        assert all(i["state"] == "open" for i in listed)
+        assert {"signup_date", "country_code"} <= {i["field"] for i in listed}
+        by_name = _structured(
+            await client.call_tool("list_incidents", {"model": "churn_predictor_v1"})
+        )
+        assert by_name["incidents"] == listed
+        other = _structured(await client.call_tool("list_incidents", {"model": "other_model"}))
+        assert other["incidents"] == []
+        acknowledged = _structured(
+            await client.call_tool("list_incidents", {"state": "acknowledged"})
+        )
+        assert acknowledged["incidents"] == []
+        everything = _structured(await client.call_tool("list_incidents", {"state": "all"}))
+        assert len(everything["incidents"]) >= len(listed)
+
+    connect().run(conversation)
+
+
+def test_explain_incident_says_what_changed_where_why_and_links_its_issue(
+    connect: Callable[..., Connected],
+) -> None:
+    async def conversation(client: ClientSession) -> None:
+        answer = _structured(await client.call_tool("scan_model", {"model": MODEL}))
+        removed = _drift(answer)["signup_date"]
+        told = _structured(
+            await client.call_tool("explain_incident", {"incident_id": removed["incident_id"]})
+        )
+        assert told["what_changed"] == removed["message"]
+        assert told["path"] == removed["path"]
+        assert told["evidence"]["baseline_native_type"] == "date"
+        assert told["suggested_action"] == removed["action"]
+        assert (told["entity"], told["field"], told["change"]) == (
+            CUSTOMERS,
+            "signup_date",
+            "removed",
+        )
+        assert told["state"] == "open"
+        assert told["opened_at"] == "2026-11-21T09:00:00Z"
+        links = told["links"]
+        assert links["resource"] == f"mlcopilot://incident/{removed['incident_id']}"
+        assert links["datahub_entity"].startswith(f"{UI}/dataset/urn%3Ali%3Adataset%3A")
+        assert links["datahub_model"].startswith(f"{UI}/mlModels/")
+        assert links["datahub_incident"] == f"urn:li:incident:mlcopilot-{removed['incident_id']}-1"
+        assert links["written_back"] is True  # the relay delivered the second scan's write-back
+        # The fake GitHub opened one issue per group; this incident's is remembered.
+        assert links["github_issue"].startswith("https://github.com/o/r/issues/")
+        assert links["slack_thread"] is None  # no Slack configured
+
+    connect().run(conversation)
+
+
+def test_the_incident_resource_is_the_write_backs_document(
+    connect: Callable[..., Connected], demo_home: Path
+) -> None:
+    store = open_store(default_state_url(demo_home), read_only=True)
+    try:
+        incident = next(i for i in store.incidents() if i.field == "signup_date")
+    finally:
+        store.close()
+    expected = incident_document(incident, builtin_infos()[incident.check])
+
+    async def conversation(client: ClientSession) -> None:
+        templates = (await client.list_resource_templates()).resourceTemplates
+        assert [t.uriTemplate for t in templates] == ["mlcopilot://incident/{incident_id}"]
+        assert templates[0].mimeType == "text/markdown"
+        read = await client.read_resource(AnyUrl(f"mlcopilot://incident/{incident.id}"))
+        (content,) = read.contents
+        assert isinstance(content, TextResourceContents)
+        assert content.text == expected
+        assert "## What changed" in content.text
+        assert "## Suggested action" in content.text
+
+    connect().run(conversation)
+
+
+def test_acknowledge_incident_records_who_once(
+    connect: Callable[..., Connected], demo_home: Path
+) -> None:
+    async def conversation(client: ClientSession) -> None:
+        listed = _structured(await client.call_tool("list_incidents", {}))["incidents"]
+        target = next(i for i in listed if i["field"] == "signup_date")["incident_id"]
+        done = _structured(
+            await client.call_tool("acknowledge_incident", {"incident_id": target, "by": "alice"})
+        )
+        assert done == {
+            "incident_id": target,
+            "state": "acknowledged",
+            "acknowledged_by": "alice",
+            "acknowledged_at": "2026-11-22T09:00:00Z",
+            "already": False,
+        }
+        again = _structured(
+            await client.call_tool("acknowledge_incident", {"incident_id": target, "by": "bob"})
+        )
+        assert again["already"] is True
+        assert again["acknowledged_by"] == "alice"
+        acked = _structured(await client.call_tool("list_incidents", {"state": "acknowledged"}))
+        assert [i["incident_id"] for i in acked["incidents"]] == [target]
+        text = _error(
+            await client.call_tool("acknowledge_incident", {"incident_id": target, "by": "  "})
+        )
+        assert "by is empty" in text
+
+    connect(allow_writes=True).run(conversation)
+    store = open_store(default_state_url(demo_home), read_only=True)
+    try:
+        acked = [i for i in store.incidents() if i.acknowledged_by]
+    finally:
+        store.close()
+    assert [(i.field, i.acknowledged_by) for i in acked] == [("signup_date", "alice")]
