@@ -34,6 +34,7 @@ GMS_COMPLEXITY_LIMIT = 2000
 VARIABLES: dict[str, dict[str, Any]] = {
     "mlcopilotEntities": q.entities_variables(["urn:li:corpuser:x"], READ_ASPECTS),
     "mlcopilotRelationships": {"urn": "urn:li:corpuser:x", "input": q.incoming(q.PRODUCES, 5)},
+    "mlcopilotDownstream": q.downstream_variables(["urn:li:corpuser:x"]),
     "mlcopilotAssertions": {"urn": "urn:li:corpuser:x", "assertionStart": 200},
     "mlcopilotIncidents": {"urn": "urn:li:corpuser:x", "incidentStart": 100},
     "mlcopilotLineage": q.lineage_variables("urn:li:corpuser:x", ["1", "2", "3+"], 1000, "id"),

@@ -43,6 +43,7 @@ from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.payloads import as_int, envelope_values, mapping, result_urns, written_at
 from mlcopilot.catalog.urns import NO_LINEAGE, aspects_among, urn_type
 from mlcopilot.closing import ClosedOnExit
+from mlcopilot.downstream import downstream_models_of
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
@@ -211,6 +212,14 @@ class _Bundle:
         return self.upstream
 
 
+def _holds(urn: Urn, types: set[str]) -> bool:
+    """True when ``urn`` is of a type Lite's reverse hops count for these relationships."""
+    entity_type = urn_type(urn)
+    if "Contains" in types:
+        return entity_type == "mlFeatureTable"
+    return entity_type in ("dataJob", "dataProcessInstance")
+
+
 LineageFinder = Callable[[Sequence[Urn], int, int], list[list[Urn]]]
 """``(roots, hops, cap)`` → the urns DataHub's lineage index has upstream of each root.
 
@@ -273,6 +282,10 @@ class DataHubCatalog(ClosedOnExit):
         self._nodes: dict[Urn, Node] = {}
         self._versions: dict[tuple[Urn, str, int], _Version | None] = {}
         self._scrolled: dict[tuple[Urn, tuple[str, ...]], list[Urn]] = {}
+        self._readers: dict[Urn, list[Urn]] = {}
+        """Who names each urn upstream (incoming :data:`~queries.READERS`), once read."""
+        self._trained_on: dict[Urn, list[Edge]] | None = None
+        """Every model's ``training_data`` edges by dataset; read once per reverse walk."""
         self.skipped_writes: tuple[Write, ...] = ()
         """Writes the last :meth:`apply` could not make (documents on a server < 1.4)."""
 
@@ -341,6 +354,47 @@ class DataHubCatalog(ClosedOnExit):
         """The upstream lineage of ``root`` within ``limits`` (see the module docstring)."""
         self._prefetch([root], limits)
         return walk_upstream(self, root, limits)
+
+    def downstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Every edge one hop downstream of each urn: the reverse of :meth:`upstream`.
+
+        Per level, in batches: who names each urn upstream, from DataHub's relationship
+        index (GraphQL ``relationships(INCOMING)`` of :data:`~queries.READERS`, many urns per
+        ``entities`` query; OpenAPI ``relationships`` for an urn GraphQL has no entity for);
+        those readers are fetched like any walked entity and their edges read from their
+        aspects, so an edge is here exactly when :meth:`upstream` of its downstream end has
+        it. A feature table's features and a job's or run's outputs come from the urn's own
+        aspects. The training-data hop has no relationship: every model's
+        ``mlModelTrainingData`` is read once (search, then ``batchGet``) and reversed.
+        """
+        wanted = [u for u in dict.fromkeys(urns) if urn_type(u) is not None]
+        if not wanted:
+            return []
+        readers = self._readers_of(wanted)
+        trained = self._training_index() if any(_is_dataset(u) for u in wanted) else {}
+        sources = sorted({r for u in wanted for r in readers[u]})
+        bundles = self._bundles([*wanted, *sources])
+        edges: dict[Edge, None] = {}
+        for urn in wanted:
+            edges.update(dict.fromkeys(ax.reverse_edges_from_aspects(urn, bundles[urn].aspects)))
+            for source in readers[urn]:
+                edges.update(
+                    dict.fromkeys(e for e in bundles[source].edges(source) if e.upstream == urn)
+                )
+            edges.update(dict.fromkeys(trained.get(urn, ())))
+        return list(edges)
+
+    def downstream_models(self, urn: Urn, limits: WalkLimits | None = None) -> list[Urn]:
+        """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`).
+
+        Every model's training data is read afresh for each call (it has no index to ask).
+        """
+        self.forget_training_data()
+        return downstream_models_of(self, urn, limits or WalkLimits())
+
+    def forget_training_data(self) -> None:
+        """Read every model's training data again at the next reverse walk that needs it."""
+        self._trained_on = None
 
     def prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None:
         """Read the lineage of every root at once: a level of all of them per batch.
@@ -678,12 +732,21 @@ class DataHubCatalog(ClosedOnExit):
             entity = data.get("entity")
             page = entity.get(key) if isinstance(entity, Mapping) else None
 
-    def _related(self, urn: Urn, page: object, types: Sequence[str]) -> list[Urn]:
-        """Source urns of incoming ``types`` relationships, following further pages."""
+    def _related(
+        self,
+        urn: Urn,
+        page: object,
+        types: Sequence[str],
+        keep: Callable[[Urn, set[str]], bool] | None = _holds,
+    ) -> list[Urn]:
+        """Source urns of incoming ``types`` relationships, following further pages.
+
+        ``keep`` picks the sources of the types the hop counts (None: every source).
+        """
         holders: list[Urn] = []
         while isinstance(page, Mapping):
             relationships = page.get("relationships") or []
-            holders += _relationship_sources(relationships, types)
+            holders += _relationship_sources(relationships, types, keep)
             start = as_int(page.get("start")) + len(relationships)
             if not relationships or start >= as_int(page.get("total")):
                 break
@@ -695,6 +758,87 @@ class DataHubCatalog(ClosedOnExit):
             entity = data.get("entity")
             page = entity.get("relationships") if isinstance(entity, Mapping) else None
         return holders
+
+    def _readers_of(self, urns: Sequence[Urn]) -> dict[Urn, list[Urn]]:
+        """Who names each urn upstream (incoming :data:`~queries.READERS`), in batches."""
+        todo = [u for u in urns if u not in self._readers]
+        tasks = [
+            _bind(self._readers_batch, chunk)
+            for chunk in _chunks(todo, max(SMALL_BATCH, self._batch_size))
+        ]
+        for found in self._run(tasks):
+            self._readers.update(found)
+        # GraphQL answers null for an urn with no aspects (a referenced, never ingested urn)
+        # and has no entity for some types; the relationship index still has edges to them.
+        unanswered = [u for u in todo if u not in self._readers]
+        found_each = self._run([_bind(self._readers_openapi, u) for u in unanswered])
+        self._readers.update(zip(unanswered, found_each, strict=True))
+        return {u: self._readers[u] for u in urns}
+
+    def _readers_batch(self, urns: Sequence[Urn]) -> dict[Urn, list[Urn]]:
+        data = self._client.graphql(
+            "mlcopilotDownstream", q.DOWNSTREAM, q.downstream_variables(urns)
+        )
+        found: dict[Urn, list[Urn]] = {}
+        for entity in data.get("entities") or []:
+            if (
+                isinstance(entity, Mapping)
+                and isinstance(entity.get("urn"), str)
+                and "readers" in entity
+            ):
+                urn = entity["urn"]
+                found[urn] = self._related(urn, entity.get("readers"), q.READERS, keep=None)
+        return found
+
+    def _readers_openapi(self, urn: Urn) -> list[Urn]:
+        """:meth:`_readers_batch` for one urn GraphQL could not answer, page by page."""
+        holders: list[Urn] = []
+        start = 0
+        while True:
+            page = self._client.incoming(urn, q.READERS, start=start, count=q.RELATIONSHIP_PAGE)
+            entities = page.get("entities")
+            entities = entities if isinstance(entities, list) else []
+            holders += [
+                e["urn"]
+                for e in entities
+                if isinstance(e, Mapping)
+                and isinstance(e.get("urn"), str)
+                and e.get("relationshipType") in q.READERS
+            ]
+            start += len(entities)
+            if not entities or start >= as_int(page.get("total")):
+                return list(dict.fromkeys(holders))
+
+    def _training_index(self) -> dict[Urn, list[Edge]]:
+        """Every model's ``training_data`` edges by dataset (DataHub indexes none of them).
+
+        The models come from the search index, soft-deleted ones included (a training run
+        may read a soft-deleted model); a model already read this scan is not read again, the
+        rest are read in ``batchGet`` batches of just ``mlModelTrainingData``.
+        """
+        if self._trained_on is not None:
+            return self._trained_on
+        models = self.search_urns("MLMODEL")
+        held: dict[Urn, ax.Aspects] = {
+            u: self._cache[u].aspects for u in models if u in self._cache
+        }
+        todo = [u for u in models if u not in held]
+        names = ["mlModelTrainingData"]
+        tasks = [
+            _bind(self._openapi_batch, "mlModel", chunk, names)
+            for chunk in _chunks(todo, max(SMALL_BATCH, self._batch_size))
+        ]
+        for partial in self._run(tasks):
+            held.update((urn, bundle.aspects) for urn, bundle in partial)
+        index: dict[Urn, list[Edge]] = {}
+        for model in sorted(held):
+            training = held[model].get("mlModelTrainingData")
+            if training is None:
+                continue
+            for edge in ax.edges_from_aspects(model, {"mlModelTrainingData": training}):
+                index.setdefault(edge.upstream, []).append(edge)
+        self._trained_on = index
+        return index
 
     def _openapi_batch(
         self, entity_type: str, urns: Sequence[Urn], names: Sequence[str] | None = None
@@ -1047,24 +1191,25 @@ def _incident_signals(
     return tuple(found[u] for u in sorted(found))
 
 
-def _relationship_sources(relationships: object, types: Sequence[str]) -> list[Urn]:
+def _relationship_sources(
+    relationships: object,
+    types: Sequence[str],
+    keep: Callable[[Urn, set[str]], bool] | None,
+) -> list[Urn]:
     wanted = set(types)
     holders: list[Urn] = []
     for item in relationships if isinstance(relationships, list) else []:
         entity = item.get("entity") if isinstance(item, Mapping) else None
         if isinstance(entity, Mapping) and item.get("type") in wanted:
             urn = entity.get("urn")
-            if isinstance(urn, str) and _holds(urn, wanted):
+            if isinstance(urn, str) and (keep is None or keep(urn, wanted)):
                 holders.append(urn)
     return holders
 
 
-def _holds(urn: Urn, types: set[str]) -> bool:
-    """True when ``urn`` is of a type Lite's reverse hops count for these relationships."""
-    entity_type = urn_type(urn)
-    if "Contains" in types:
-        return entity_type == "mlFeatureTable"
-    return entity_type in ("dataJob", "dataProcessInstance")
+def _is_dataset(urn: Urn) -> bool:
+    """The training-data hop ends at datasets only (``mlModelTrainingData.trainingData``)."""
+    return urn_type(urn) == "dataset"
 
 
 def _next_scroll(page: Mapping[str, Any], previous: str | None) -> str | None:

@@ -152,6 +152,31 @@ class GmsClient:
             )
         return [entity for entity in body if isinstance(entity, dict)]
 
+    def incoming(
+        self, urn: str, types: Sequence[str], *, start: int = 0, count: int = 1000
+    ) -> Json:
+        """One page of ``urn``'s incoming relationships of ``types`` (OpenAPI v1).
+
+        Answers for any urn the graph index has edges to, existing or not: GraphQL's
+        ``entities`` answers null for an urn with no aspects, so the reverse walk asks here
+        for those. ``{start, count, total, entities: [{urn, relationshipType}]}``.
+        """
+        params = {
+            "urn": urn,
+            "direction": "INCOMING",
+            "relationshipTypes": ",".join(types),
+            "start": str(start),
+            "count": str(count),
+        }
+        body = self._request(
+            "GET",
+            "/openapi/relationships/v1/",
+            operation="OpenAPI relationships",
+            params=params,
+            missing_ok=True,
+        )
+        return body if isinstance(body, dict) else {}
+
     def emit(
         self, mcps: Sequence[MetadataChangeProposalWrapper | MetadataChangeProposalClass]
     ) -> None:

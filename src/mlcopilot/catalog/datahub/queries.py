@@ -36,6 +36,30 @@ PRODUCES = ("Produces", "DataProcessInstanceProduces")
 """Relationships from a job or training run to what it writes (the ``produced_by`` hop)."""
 CONTAINS = ("Contains",)
 """Relationship from a feature table to its features (the ``feature_table`` hop)."""
+READERS = (
+    "Consumes",
+    "TrainedBy",
+    "DerivedFrom",
+    "KeyedBy",
+    "DownstreamOf",
+    "DataProcessInstanceConsumes",
+)
+"""Relationships whose source names the destination upstream in its own aspects: a model's
+features (``Consumes``) and training jobs or runs (``TrainedBy``), a feature's or key's sources
+(``DerivedFrom``), a table's keys (``KeyedBy``), a dataset's or job's upstreams
+(``DownstreamOf``), a job's or run's inputs (``Consumes``, ``DataProcessInstanceConsumes``).
+The reverse walk asks each entity for these, incoming (the training-data hop has none)."""
+READER_TYPES = (
+    "Dataset",
+    "MLModel",
+    "MLModelGroup",
+    "MLFeature",
+    "MLPrimaryKey",
+    "MLFeatureTable",
+    "DataJob",
+    "DataProcessInstance",
+)
+"""GraphQL types asked for their readers (every type with ``relationships`` the walk visits)."""
 RELATIONSHIP_PAGE = 1000
 ASSERTION_PAGE = 200
 """Assertions per ``Dataset.assertions`` page (GMS's own default count)."""
@@ -144,6 +168,19 @@ query mlcopilotRelationships($urn: String!, $input: RelationshipsInput!) {{
 {_RELATED}"""
 """The next page of one entity's incoming relationships (rare: over 1000 producers)."""
 
+_READERS = "readers: relationships(input: $readers) { ...related }"
+
+DOWNSTREAM = f"""
+query mlcopilotDownstream($urns: [String!]!, $readers: RelationshipsInput!) {{
+  entities(urns: $urns) {{
+    urn
+    type
+{chr(10).join(f"    ... on {t} {{ {_READERS} }}" for t in READER_TYPES)}
+  }}
+}}
+{_RELATED}"""
+"""One batch of a reverse walk's level: who names each entity upstream (:data:`READERS`)."""
+
 _SCROLL_PAGE = "nextScrollId count total"
 """What every page of a scroll says besides its results: where the next page starts."""
 
@@ -192,6 +229,7 @@ query mlcopilotPrivileges($urns: [String!]!) {
 DOCUMENTS: dict[str, str] = {
     "mlcopilotEntities": ENTITIES,
     "mlcopilotRelationships": RELATIONSHIPS,
+    "mlcopilotDownstream": DOWNSTREAM,
     "mlcopilotAssertions": ASSERTIONS,
     "mlcopilotIncidents": INCIDENTS,
     "mlcopilotLineage": LINEAGE,
@@ -211,6 +249,11 @@ def entities_variables(urns: Sequence[str], aspect_names: Sequence[str]) -> dict
         "producers": incoming(PRODUCES),
         "tables": incoming(CONTAINS),
     }
+
+
+def downstream_variables(urns: Sequence[str]) -> dict[str, Any]:
+    """Variables of :data:`DOWNSTREAM`."""
+    return {"urns": list(urns), "readers": incoming(READERS)}
 
 
 def incoming(types: Sequence[str], start: int = 0) -> dict[str, Any]:

@@ -19,6 +19,16 @@ Catalog method                  Calls
                                 from aspects; hops the index misses (training data, feature
                                 tables, primary keys) are found there and ``get_lineage`` is
                                 asked again from each of them.
+``downstream()`` /              SDK, as :mod:`mlcopilot.catalog.datahub.catalog` does: who
+``downstream_models()``         names each urn of a level upstream (batched GraphQL
+                                ``relationships``, incoming), their edges from aspects, every
+                                model's training data read once. ``get_lineage`` with
+                                ``upstream=False`` would name the lineage-indexed part in one
+                                call, but drops ``paths`` and every relationship-only hop
+                                (``Contains``, ``KeyedBy``) and the training data, and no tool
+                                asks ``relationships``: the edges would have to be read level
+                                by level through the SDK anyway, so the tool would only add
+                                calls.
 ``prefetch()``                  A scan of many models: the SDK reads them a level per round
                                 in shared batches (``get_lineage`` takes one urn, so it would
                                 cost a call per model); ``get_lineage`` only finishes long
@@ -110,6 +120,7 @@ from mlcopilot.catalog.payloads import as_int, envelope_values, result_urns, sta
 from mlcopilot.catalog.payloads import mapping as _object
 from mlcopilot.catalog.urns import NO_LINEAGE, urn_type
 from mlcopilot.closing import ClosedOnExit
+from mlcopilot.downstream import downstream_models_of
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage import walk_upstream
 from mlcopilot.model import (
@@ -307,6 +318,19 @@ class McpCatalog(ClosedOnExit):
     def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
         """Every edge one hop upstream of each urn, from aspects (see the module docstring)."""
         return self._sdk.upstream(urns)
+
+    def downstream(self, urns: Sequence[Urn]) -> list[Edge]:
+        """Every edge one hop downstream of each urn (SDK batches; see the module docstring)."""
+        return self._sdk.downstream(urns)
+
+    def downstream_models(self, urn: Urn, limits: WalkLimits | None = None) -> list[Urn]:
+        """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`).
+
+        The models are those :meth:`models` would list (exist, not soft-deleted); the walk
+        itself is the SDK's, with every model's training data read afresh for each call.
+        """
+        self._sdk.forget_training_data()
+        return downstream_models_of(self, urn, limits or WalkLimits())
 
     def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
         """The upstream lineage of ``root``: ``get_lineage`` finds it, aspects connect it."""
