@@ -13,7 +13,7 @@
 #                     inside an urn's parentheses stay in it); empty: every model
 #   INPUT_FAIL_ON     critical, high, medium or low: the gate; none (or empty): report only
 #   INPUT_FORMATS     comma-separated: github (annotations in the log, and the job summary),
-#                     sarif, junit, json, markdown (each a file in INPUT_OUTPUT_DIR)
+#                     sarif, junit, json, markdown, html (each a file in INPUT_OUTPUT_DIR)
 #   INPUT_OUTPUT_DIR  where the report files go (relative: to the workspace)
 #   INPUT_ARGS        more `mlcopilot scan` options, split on whitespace (--now ..., --no-write-back)
 #   INPUT_INSTALL     true: install mlcopilot into a fresh venv; false: use the mlcopilot on PATH
@@ -26,8 +26,8 @@
 set -euo pipefail
 
 REPORT_FILES=(sarif:mlcopilot.sarif junit:mlcopilot-junit.xml json:mlcopilot.json
-  markdown:mlcopilot.md)
-FORMATS="github sarif junit json markdown"
+  markdown:mlcopilot.md html:mlcopilot.html)
+FORMATS="github sarif junit json markdown html"
 SEVERITIES="critical high medium low none"
 
 # A workflow command's message, escaped as @actions/core escapes it: input text cannot start a

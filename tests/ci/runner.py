@@ -110,11 +110,13 @@ def run_action(
     path: str | None = None,
     python_path: str = "",
     summary_before: str = "",
+    env: Mapping[str, str] | None = None,
 ) -> Ran:
     """Run the gate step under a fake runner rooted in ``tmp_path``.
 
-    ``path`` is the runner's PATH (default: the project's installed ``mlcopilot`` first); the
-    environment is otherwise only what a runner sets, so nothing of this machine's leaks in.
+    ``path`` is the runner's PATH (default: the project's installed ``mlcopilot`` first);
+    ``env`` is the calling step's ``env:`` (a composite action's steps see it). The environment
+    is otherwise only what a runner sets, so nothing of this machine's leaks in.
     """
     workspace = tmp_path / "workspace"
     runner_temp = tmp_path / "runner-temp"
@@ -124,7 +126,8 @@ def run_action(
     summary = tmp_path / "step-summary.md"
     outputs.write_text("", encoding="utf-8")
     summary.write_text(summary_before, encoding="utf-8")
-    env = {
+    environment = {
+        **(env or {}),
         "PATH": path if path is not None else f"{VENV_BIN}{os.pathsep}/usr/bin{os.pathsep}/bin",
         "HOME": os.environ["HOME"],  # the test's own (tests/conftest.py)
         "LANG": "C.UTF-8",
@@ -141,7 +144,7 @@ def run_action(
     done = subprocess.run(
         ["bash", "-c", step("gate")["run"]],
         cwd=workspace,
-        env=env,
+        env=environment,
         capture_output=True,
         text=True,
         timeout=240,

@@ -52,7 +52,9 @@ def test_a_failed_gate_annotates_summarises_writes_the_reports_and_exits_1(tmp_p
     assert set(ran.outputs) == set(action()["outputs"])
     assert ran.outputs["exit-code"] == "1"
     assert ran.outputs["report-dir"] == "mlcopilot-reports"
-    assert ran.outputs["json-file"] == ran.outputs["markdown-file"] == ""
+    assert (
+        ran.outputs["json-file"] == ran.outputs["markdown-file"] == ran.outputs["html-file"] == ""
+    )
     # The job summary: what was there, then the markdown report with the verdict.
     assert ran.summary.startswith("## An earlier step's summary\n# mlcopilot scan — 2026-11-20")
     assert "pii_exposure" in ran.summary
@@ -84,7 +86,7 @@ def test_the_exit_code_is_the_gates(
 
 
 def test_formats_choose_the_reports(tmp_path: Path) -> None:
-    ran = gate(tmp_path, formats=" json , markdown", output_dir="out/reports")
+    ran = gate(tmp_path, formats=" json , markdown,html", output_dir="out/reports")
     assert ran.code == 1, ran.stdout + ran.stderr
     # No github format: no annotation, and the job summary is left alone.
     assert annotated(ran) == []
@@ -93,7 +95,9 @@ def test_formats_choose_the_reports(tmp_path: Path) -> None:
     report = json.loads(ran.file("json-file").read_text(encoding="utf-8"))
     assert report["summary"]["gate"]["passed"] is False
     assert ran.file("markdown-file").read_text(encoding="utf-8").startswith("# mlcopilot scan")
+    assert "<html" in ran.file("html-file").read_text(encoding="utf-8").lower()
     assert sorted(p.name for p in (ran.workspace / "out" / "reports").iterdir()) == [
+        "mlcopilot.html",
         "mlcopilot.json",
         "mlcopilot.md",
     ]
