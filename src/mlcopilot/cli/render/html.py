@@ -28,6 +28,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
@@ -79,12 +80,14 @@ _RISK_COLOURS = {
 }
 """Light fills with dark text: legible on screen and on paper, in colour or grey."""
 
-_NODE_WIDTH = 200
+OPEN_NODES = 150
+"""A graph with more nodes than this opens collapsed to the levels nearest the model."""
+_NODE_WIDTH = 220
 _NODE_HEIGHT = 40
 _COLUMN_HEIGHT = 15
 _COLUMNS_SHOWN = 6
 """Columns listed on a dataset node; more are counted (``+ 3 more``) and all are in the table."""
-_LABEL_CHARS = 27
+_LABEL_CHARS = 28
 """What fits on a node at 12 px; the full name is in the node's tooltip and detail line."""
 
 _TYPE_WORDS = {
@@ -99,7 +102,7 @@ _TYPE_WORDS = {
     EntityType.OTHER: "entity",
 }
 
-_USAGE_WORDS = {"feeds": "feeds the model", "unused": "not used", "unknown": "use unknown"}
+_USAGE_WORDS = {"feeds": "feeds model", "unused": "not used", "unknown": "use unknown"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,13 @@ def inert(text: str) -> str:
     Whitespace is kept as it is, so an urn stays the urn (only ever less its invisible
     characters); escaping for HTML is the caller's :func:`html.escape`.
     """
+    if text.isascii() and text.isprintable():
+        return text  # nearly every urn and name: nothing to remove
+    return _inert(text)
+
+
+@lru_cache(maxsize=65_536)
+def _inert(text: str) -> str:
     kept = []
     for char in text:
         category = unicodedata.category(char)
@@ -184,7 +194,8 @@ def render_html(
         links: DataHub's UI and GitHub issues, where known.
         title: The page's heading.
     """
-    closing = closing or Closing(result, None)
+    # Without the time taken: the same scan renders to the same bytes.
+    closing = Closing(result, closing.verdict if closing is not None else None)
     links = links or ReportLinks()
     known = _incidents(result, history)
     timeline = list(history) if history is not None else list(known.values())
@@ -209,9 +220,7 @@ def render_html(
         "<body>",
         "<header>",
         f"<h1>{_text(title)} — {when}</h1>",
-        f'<p class="catalog">Catalog: <code>{_text(_catalog(result.catalog))}</code>'
-        + (" · dry run: nothing was stored or sent" if result.dry_run else "")
-        + "</p>",
+        f'<p class="catalog">Catalog: <code>{_text(_catalog(result.catalog))}</code></p>',
         *(f'<p class="note">{_text(note)}</p>' for note in result.notes),
         _summary(closing),
         _legend(),
@@ -319,6 +328,8 @@ class _Model:
         }
         pairs = [(edge.upstream, edge.downstream) for edge in lineage.edges]
         self.layout: Layout = layered_layout(report.urn, boxes, pairs)
+        self.labels: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}
+        """Edge labels placed so far, by a coarse grid cell: where the next may not go."""
 
     def data(self) -> dict[str, Any]:
         """What the script needs: each finding's path, and the view of each collapse level."""
@@ -383,6 +394,27 @@ class _Model:
         ]
         return out
 
+    def open_level(self) -> int | None:
+        """The level a big graph opens collapsed to (the script does it); None: all shown.
+
+        The deepest level that keeps :data:`OPEN_NODES` nodes or fewer in view, at least 1.
+        """
+        layout = self.layout
+        if len(layout.nodes) <= OPEN_NODES or layout.levels < 3:
+            return None
+        per_level = [0] * layout.levels
+        for placed in layout.nodes.values():
+            per_level[placed.level] += 1
+        shown, level = per_level[0], 0
+        while level + 1 < layout.levels - 1 and shown + per_level[level + 1] <= OPEN_NODES:
+            level += 1
+            shown += per_level[level]
+        return max(level, 1)
+
+    def _opens_at(self) -> str:
+        level = self.open_level()
+        return "" if level is None else f' data-open-level="{level}"'
+
     def _controls(self) -> list[str]:
         levels = self.layout.levels
         if levels < 3:
@@ -396,9 +428,17 @@ class _Model:
             f'<button type="button" class="collapse" data-level="{levels - 1}" '
             'aria-pressed="true">all</button>'
         )
+        opens = self.open_level()
+        note = (
+            ""
+            if opens is None
+            else f' <span class="opens">({count(len(self.layout.nodes), "node")}: it opens '
+            f"showing {count(opens, 'hop')}; every node is in the file and printed)</span>"
+        )
         return [
             '<p class="controls" role="group" aria-label="Levels shown">Show upstream up to: '
             + " ".join(buttons)
+            + note
             + "</p>"
         ]
 
@@ -408,7 +448,7 @@ class _Model:
         out = [
             f'<svg class="lineage" xmlns="http://www.w3.org/2000/svg" width="{layout.width}" '
             f'height="{layout.height}" viewBox="0 0 {layout.width} {layout.height}" '
-            f'role="img" aria-labelledby="{self.anchor}-svg-title">',
+            f'aria-labelledby="{self.anchor}-svg-title"{self._opens_at()}>',
             f'<title id="{self.anchor}-svg-title">Upstream lineage of {_text(self.name)}: '
             f"{count(len(lineage.nodes), 'node')}, model at the right</title>",
             '<g class="edges">',
@@ -434,19 +474,38 @@ class _Model:
         if kind == "dataset_upstream" and _column_lineage(self.report, route):
             label = "column lineage"
         points = route.points
-        (x1, y1), (x2, y2) = points[-2], points[-1]
-        label_x = (x1 + x2) // 2
-        label_y = (y1 + y2) // 2 - 4 - 11 * at
+        x2, y2 = points[-1]
+        label_x, label_y = self._label_spot(points, label)
         cycle = ' data-cycle="true"' if route.reversed else ""
         return (
             f'<g class="edge" data-from="{_text(route.upstream)}" '
             f'data-to="{_text(route.downstream)}" data-kind="{_text(name)}" '
             f'data-level="{level}"{cycle}>'
-            f'<path class="line" d="{_curve(points)}"/>'
-            f'<path class="arrow" d="M{x2} {y2}l-7 -4v8z"/>'
-            f'<text class="edge-label" x="{label_x}" y="{label_y}" text-anchor="middle">'
+            f'<path d="{_curve(points)}"/><path class="arrow" d="M{x2} {y2}l-7-4v8z"/>'
+            f'<text x="{label_x}" y="{label_y}">'
             f"{_text(label)}</text></g>"
         )
+
+    def _label_spot(self, points: Sequence[tuple[int, int]], label: str) -> tuple[int, int]:
+        """Where on its edge a label overlaps no label placed before (else the middle)."""
+        width, height = len(label) * 6 + 6, 12
+        first, last = (points[0], points[1]), (points[-2], points[-1])
+        spots = [_on_step(*first, 0.5)] if len(points) == 2 else []
+        spots += [_on_step(*first, t) for t in (0.3, 0.7, 0.15)]
+        spots += [_on_step(*last, t) for t in (0.7, 0.3, 0.85, 0.5)]
+        for x, y in [*spots, spots[0]]:
+            box = (x - width // 2, y - height, x + width // 2, y)
+            cells = [
+                (cx, cy)
+                for cx in range(box[0] // 64, box[2] // 64 + 1)
+                for cy in range(box[1] // 16, box[3] // 16 + 1)
+            ]
+            if any(_overlap(box, other) for cell in cells for other in self.labels.get(cell, ())):
+                continue
+            break
+        for cell in cells:
+            self.labels.setdefault(cell, []).append(box)
+        return x, y - 3
 
     def _node(self, number: int, urn: Urn, node: Node, placed: Placed) -> str:
         risk = self.risk.get(urn, "none")
@@ -465,8 +524,7 @@ class _Model:
         attrs = (
             f'class="node" data-urn="{_text(urn)}" data-type="{_text(kind)}" '
             f'data-risk="{risk}" data-level="{placed.level}" tabindex="0" '
-            f'id="{self.anchor}-n{number}" transform="translate({placed.x} {placed.y})" '
-            f'aria-label="{_text(" — ".join(details[:2]))}"'
+            f'id="{self.anchor}-n{number}" transform="translate({placed.x} {placed.y})"'
         )
         if gap:
             attrs += f' data-gap="{_text(gap)}"'
@@ -491,7 +549,7 @@ class _Model:
             for at, column in enumerate(columns[:_COLUMNS_SHOWN]):
                 y = _NODE_HEIGHT + 11 + at * _COLUMN_HEIGHT
                 change = f' data-change="{_text(column.change)}"' if column.change else ""
-                shown = _cut(column.name, 16)
+                shown = _cut(column.name, 17)
                 out.append(
                     f'<text class="column" x="10" y="{y}" data-column="{_text(column.name)}" '
                     f'data-usage="{column.usage}"{change}>{_text(shown)} · '
@@ -660,6 +718,22 @@ def _column_lineage(report: ModelReport, route: Route) -> bool:
     return node is not None and any(e.upstream == route.upstream for e in node.column_lineage)
 
 
+def _on_step(start: tuple[int, int], end: tuple[int, int], t: float) -> tuple[int, int]:
+    """The point at ``t`` (0 to 1) along one :func:`_curve` step from ``start`` to ``end``."""
+    (x1, y1), (x2, y2) = start, end
+    # Control points at half the width, level with each end: x moves as a symmetric ease,
+    # y as the smoothstep 3t² - 2t³.
+    bend = (x2 - x1) // 2
+    u = 1 - t
+    x = u**3 * x1 + 3 * u * u * t * (x1 + bend) + 3 * u * t * t * (x2 - bend) + t**3 * x2
+    y = y1 + (y2 - y1) * (3 * t * t - 2 * t**3)
+    return round(x), round(y)
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 def _curve(points: Sequence[tuple[int, int]]) -> str:
     """Through ``points`` left to right, each step a curve leaving and arriving level."""
     (x, y), *rest = points
@@ -755,8 +829,9 @@ body { margin: 0 auto; max-width: 100rem; padding: 1rem 1.5rem 3rem; color: var(
 h1 { font-size: 1.4rem; margin: .2rem 0 .4rem; }
 h2 { font-size: 1.2rem; margin: 0 0 .2rem; }
 h3 { font-size: 1rem; margin: 1.2rem 0 .4rem; }
-code { font: 12px/1.3 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-  overflow-wrap: anywhere; }
+code { font: 12px/1.3 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.urn code, .gaps code { overflow-wrap: anywhere; }
+td:first-child code { white-space: nowrap; }
 a { color: #0b57d0; }
 section.model { border-top: 2px solid #d0d7de; margin-top: 1.5rem; padding-top: 1rem; }
 .summary p { margin: .3rem 0 0; font-weight: 600; }
@@ -778,6 +853,7 @@ section.model { border-top: 2px solid #d0d7de; margin-top: 1.5rem; padding-top: 
   font-size: .7rem; text-align: center; line-height: .8rem; }
 .search input { font: inherit; padding: .2rem .4rem; min-width: 18rem; }
 .controls button { font: inherit; padding: .1rem .5rem; margin: 0 .1rem; cursor: pointer; }
+.opens { color: var(--muted); }
 .controls button[aria-pressed="true"] { font-weight: 700; outline: 2px solid var(--ink); }
 .graph { overflow: auto; max-height: 80vh; border: 1px solid #d0d7de; border-radius: 6px;
   background: #fff; }
@@ -796,17 +872,17 @@ svg.lineage { display: block; font-family: system-ui, -apple-system, "Segoe UI",
 .node[data-gap] .box { stroke: #6a1b9a; stroke-width: 2; }
 .node { cursor: pointer; outline: none; }
 .node:focus-visible .box, .node:focus .box { stroke: var(--match); stroke-width: 3; }
-.edge .line { fill: none; stroke: var(--line); stroke-width: 1.4; }
-.edge .arrow { fill: var(--line); }
-.edge[data-cycle] .line { stroke-dasharray: 5 3; }
-.edge .edge-label { font-size: 10px; fill: var(--muted); paint-order: stroke;
-  stroke: #fff; stroke-width: 3px; }
+.edge path { fill: none; stroke: var(--line); stroke-width: 1.4; }
+.edge path.arrow { fill: var(--line); stroke: none; }
+.edge[data-cycle] path { stroke-dasharray: 5 3; }
+.edge text { font-size: 10px; fill: var(--muted); paint-order: stroke; stroke: #fff;
+  stroke-width: 3px; text-anchor: middle; }
 .node.match .box { stroke: var(--match); stroke-width: 3.5; }
 .has-selection .node:not(.on-path), .has-selection .edge:not(.on-path) { opacity: .35; }
 .node.on-path .box { stroke: var(--path); stroke-width: 3.5; }
-.edge.on-path .line { stroke: var(--path); stroke-width: 3; }
-.edge.on-path .arrow { fill: var(--path); }
-.edge.on-path .edge-label { fill: var(--path); font-weight: 700; }
+.edge.on-path path { stroke: var(--path); stroke-width: 3; }
+.edge.on-path path.arrow { fill: var(--path); stroke: none; }
+.edge.on-path text { fill: var(--path); font-weight: 700; }
 .collapsed { display: none; }
 .node-info { color: var(--muted); margin: .4rem 0 0; min-height: 1.4em; overflow-wrap: anywhere; }
 table.findings { border-collapse: collapse; width: 100%; }
@@ -968,6 +1044,18 @@ _SCRIPT = """
     });
     section.printRestore = function () { var at = level; return function () { collapse(at); }; };
     section.collapseTo = collapse;
+    var opens = svg.getAttribute("data-open-level");
+    if (opens !== null) { collapse(Number(opens)); }
+    // The model is at the right: bring it into view in the scrolled graph.
+    var root = nodes.get(model.urn);
+    var frame = svg.parentNode;
+    var scrolls = frame.scrollWidth > frame.clientWidth || frame.scrollHeight > frame.clientHeight;
+    if (root && scrolls) {
+      var at = root.getBoundingClientRect();
+      var box = frame.getBoundingClientRect();
+      frame.scrollLeft += at.left - box.left - (box.width - at.width) / 2;
+      frame.scrollTop += at.top - box.top - (box.height - at.height) / 2;
+    }
   });
 
   var search = document.querySelector("input.node-search");
