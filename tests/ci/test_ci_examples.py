@@ -226,3 +226,26 @@ def test_the_gitlab_jobs_script_runs_against_datahub(
     assert (project / "mlcopilot-reports" / "mlcopilot.sarif").is_file()
     assert done.stdout.startswith("# mlcopilot scan")
     assert server_incidents(server.lite_path) == 0
+
+
+# --- the README's CI gate section ---
+
+
+def test_the_readmes_action_snippet_uses_only_what_the_action_declares() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = [
+        b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "ml-incident-copilot@" in b
+    ]
+    assert blocks
+    declared = action()
+    for block in blocks:
+        steps = yaml.safe_load(block)
+        [gate] = [s for s in steps if ACTION_REF.match(s.get("uses", ""))]
+        assert set(gate["with"]) <= set(declared["inputs"])
+        assert set(gate["with"]["formats"].split(",")) <= set(script_words("FORMATS"))
+        assert gate["with"]["fail-on"] in script_words("SEVERITIES")
+        read = set(re.findall(rf"steps\.{gate['id']}\.outputs\.([\w-]+)", block))
+        assert read <= set(declared["outputs"])
+    for path in ("action.yml", "examples/ci/github-workflow.yml", "examples/ci/gitlab-ci.yml"):
+        assert f"]({path})" in readme, path
+        assert (REPO / path).is_file()
