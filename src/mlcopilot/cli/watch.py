@@ -51,6 +51,15 @@ def watch_command(
             show_default=False,
         ),
     ] = None,
+    connect_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--connect-timeout",
+            help="How long to wait at start for Kafka and the schema registry to answer, "
+            "e.g. 2m (default: 30s); then exit 3.",
+            show_default=False,
+        ),
+    ] = None,
     catalog: CatalogOption = None,
     state_url: StateOption = None,
 ) -> None:
@@ -76,6 +85,11 @@ def watch_command(
         held = parse_duration(lease, "--lease")
         if held.total_seconds() <= 0:
             raise UsageError(f"--lease {lease}: must be more than 0")
+    wait = None
+    if connect_timeout is not None:
+        wait = parse_duration(connect_timeout, "--connect-timeout").total_seconds()
+        if wait <= 0:
+            raise UsageError(f"--connect-timeout {connect_timeout}: must be more than 0")
     settings = command_settings(catalog, state_url)
     config = run.config_for(
         settings,
@@ -90,4 +104,8 @@ def watch_command(
 
         sys.stdout.write(render_yaml(config))
         return
-    run.watch(config, settings, say=lambda line: err.print(line, markup=False, highlight=False))
+    say = lambda line: err.print(line, markup=False, highlight=False)  # noqa: E731
+    if wait is None:
+        run.watch(config, settings, say=say)
+    else:
+        run.watch(config, settings, say=say, connect_wait=wait)
