@@ -163,7 +163,7 @@ def test_dbt_refusals(tmp_path: Path) -> None:
         dbt_node("customers", {"id": {"name": "id"}}),
         dbt_node("customers", {"id": {"name": "id"}}, unique_id="model.other.customers"),
     )
-    with pytest.raises(InputError, match="several dbt nodes are named 'analytics.public.cust"):
+    with pytest.raises(InputError, match=r"several dbt nodes are named 'analytics\.public\.cust"):
         read_schema_file(write(tmp_path, twice), DBT_URN, CURRENT)
     none = manifest(dbt_node("orders", {"id": {"name": "id"}}))
     with pytest.raises(InputError, match="no dbt model, seed, snapshot or source is the relation"):
