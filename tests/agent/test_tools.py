@@ -20,7 +20,7 @@ from mlcopilot.store import default_state_url, open_store
 from mlcopilot.writeback import incident_document
 from tests.agent.conftest import CUSTOMERS, MODEL, NOW, UI, Connected
 
-READS = {"scan_model", "list_incidents", "explain_incident"}
+READS = {"scan_model", "list_incidents", "explain_incident", "impact_of_change"}
 
 
 def _structured(result: CallToolResult) -> dict[str, Any]:
@@ -318,3 +318,42 @@ def test_acknowledge_incident_records_who_once(
     finally:
         store.close()
     assert [(i.field, i.acknowledged_by) for i in acked] == [("signup_date", "alice")]
+
+
+def test_impact_of_change_names_the_models_a_change_would_break_and_writes_nothing(
+    connect: Callable[..., Connected], demo_home: Path
+) -> None:
+    before = _hashes(demo_home)
+
+    async def conversation(client: ClientSession) -> None:
+        answer = _structured(
+            await client.call_tool(
+                "impact_of_change", {"dataset": "raw.customers", "drop": ["email"]}
+            )
+        )
+        assert answer["dataset"] == CUSTOMERS
+        assert answer["changes"] == ["drop email"]
+        assert answer["affected_models"] == [MODEL]
+        assert answer["worst"] == "critical"
+        (model,) = answer["models"]
+        (finding,) = model["findings"]
+        assert (finding["field"], finding["change"]) == ("email", "removed")
+        assert finding["incident_state"] == "new"
+        # Already-open drift (signup_date) is not the change's doing: not counted again.
+        assert model["fields"] == ["email"]
+        text = _error(
+            await client.call_tool("impact_of_change", {"dataset": "raw.customerz", "drop": ["x"]})
+        )
+        assert "did you mean raw.customers" in text
+        text = _error(await client.call_tool("impact_of_change", {"dataset": "raw.customers"}))
+        assert "no change to preview" in text
+        text = _error(
+            await client.call_tool(
+                "impact_of_change", {"dataset": "raw.customers", "rename": {"email": "email"}}
+            )
+        )
+        assert "the old and the new name are the same" in text
+        assert "--rename" not in text
+
+    connect().run(conversation)
+    assert _hashes(demo_home) == before

@@ -67,7 +67,12 @@ def test_stdio_with_the_official_client_launching_the_installed_command(
                 assert init.instructions is not None
                 assert "scan_model" in init.instructions
                 tools = {t.name for t in (await session.list_tools()).tools}
-                assert tools == {"scan_model", "list_incidents", "explain_incident"}
+                assert tools == {
+                    "scan_model",
+                    "list_incidents",
+                    "explain_incident",
+                    "impact_of_change",
+                }
                 result = await session.call_tool("scan_model", {"model": "churn_predictor_v1"})
                 assert not result.isError, result.content
                 removed = _removed_column(result.structuredContent)

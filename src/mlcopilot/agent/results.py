@@ -174,3 +174,36 @@ class Acknowledged(BaseModel):
     acknowledged_by: str | None
     acknowledged_at: str | None
     already: bool = Field(description="It was acknowledged before this call (left as it was).")
+
+
+class ModelImpactOut(BaseModel):
+    """One model downstream of the changed dataset."""
+
+    model: str = Field(description="The model's urn.")
+    affected: bool = Field(description="The change would open at least one incident for it.")
+    severity: Literal["critical", "high", "medium", "low"] | None = Field(
+        description="Its worst new finding's severity (None: not affected)."
+    )
+    features: list[str] = Field(
+        description="The features (primary keys, feature tables) the change reaches it through."
+    )
+    fields: list[str] = Field(description="The columns of the new findings.")
+    findings: list[FindingOut] = Field(
+        description="What a scan after the change would find that it does not find now."
+    )
+
+
+class ImpactAnswer(BaseModel):
+    """The answer of impact_of_change: the preview of a change that has not happened."""
+
+    dataset: str = Field(description="The dataset's urn.")
+    catalog: str
+    changes: list[str] = Field(description="The change, one line each, e.g. drop email.")
+    worst: Literal["critical", "high", "medium", "low"] | None = Field(
+        description="The worst severity over every downstream model (None: nothing affected)."
+    )
+    affected_models: list[str] = Field(description="Urns of the models the change would break.")
+    models: list[ModelImpactOut] = Field(
+        description="Every model downstream: affected ones first, worst first."
+    )
+    notes: list[str]

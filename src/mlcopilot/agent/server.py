@@ -16,7 +16,7 @@ Without ``allow_writes`` nothing a tool does writes anywhere: ``scan_model`` is 
 # No `from __future__ import annotations`: FastMCP evaluates each tool's signature, and
 # scan_model's `write` description is chosen when the server is built (a local name).
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -34,9 +34,11 @@ from mlcopilot.agent.results import (
     Explanation,
     FindingOut,
     GapOut,
+    ImpactAnswer,
     IncidentList,
     IncidentOut,
     LinksOut,
+    ModelImpactOut,
     ReasonOut,
     ScanAnswer,
     UnknownOut,
@@ -46,12 +48,21 @@ from mlcopilot.checks import available_infos, infos_of
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import MlCopilotError, UsageError
 from mlcopilot.gate import GateRules, evaluate_gate
-from mlcopilot.model import CheckInfo, Incident, IncidentState, OutboxStatus, Severity
+from mlcopilot.model import (
+    CheckInfo,
+    Deprecation,
+    Finding,
+    Incident,
+    IncidentState,
+    OutboxStatus,
+    Severity,
+)
 from mlcopilot.names import short_name
 from mlcopilot.notify.codec import OutboxItem
 from mlcopilot.notify.delivery import hand_change_request, scan_delivery
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.content import entity_url
+from mlcopilot.preview import ImpactReport, parse_changes, preview_change, resolve_dataset
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import ScanOptions, ScanResult, scan
 from mlcopilot.settings import Settings
@@ -78,7 +89,8 @@ INSTRUCTIONS = (
     "lineage and checks every node for schema drift, PII exposure, stale and deprecated "
     "sources, and tracks each risk as an incident. Ask scan_model whether a model is safe to "
     "retrain or deploy (its verdict and findings); list_incidents for what is open; "
-    "explain_incident for what changed, the lineage path, the evidence and what to do. "
+    "explain_incident for what changed, the lineage path, the evidence and what to do; "
+    "impact_of_change for what a planned change to a dataset would break. "
     "Incident documents are resources: mlcopilot://incident/{incident_id}."
 )
 
@@ -138,6 +150,47 @@ class Service:
         finally:
             catalog.close()
         return _scan_answer(result, infos_of(checks), Severity(fail_on))
+
+    # --- impact_of_change
+
+    def impact_of_change(
+        self,
+        dataset: str,
+        *,
+        drop: Sequence[str] = (),
+        rename: Mapping[str, str] | None = None,
+        retype: Mapping[str, str] | None = None,
+        deprecate: bool = False,
+    ) -> ImpactAnswer:
+        """The impact preview of a change to ``dataset`` (its urn or name): writes nothing."""
+        rename = rename or {}
+        retype = retype or {}
+        if not (drop or rename or retype or deprecate):
+            raise UsageError("no change to preview: give drop, rename, retype or deprecate=true")
+        try:
+            changes = parse_changes(
+                drop=drop,
+                rename=[f"{old}={new}" for old, new in rename.items()],
+                retype=[f"{column}={kind}" for column, kind in retype.items()],
+                deprecation=Deprecation() if deprecate else None,
+            )
+        except UsageError as exc:
+            # Worded for the command's flags (--drop, --rename OLD=NEW); here they are arguments.
+            raise UsageError(str(exc).removeprefix("--")) from None
+        settings = self.settings
+        checks = configured_checks(settings)
+        now = self._clock()
+        catalog = open_catalog(settings.catalog_spec, settings)
+        try:
+            store = open_state(settings, preview=True)
+            try:
+                urn = resolve_dataset(catalog, dataset.strip())
+                report = preview_change(catalog, store, checks, urn, changes, now)
+            finally:
+                store.close()
+        finally:
+            catalog.close()
+        return _impact_answer(report, infos_of(checks))
 
     # --- incidents
 
@@ -241,27 +294,9 @@ def _scan_answer(result: ScanResult, infos: dict[str, CheckInfo], fail_on: Sever
     states: dict[str, str] = {i.id: "new" for i in result.changes.opened}
     states.update((i.id, i.state.value) for i in result.changes.updated)
     verdict = evaluate_gate(GateRules(fail_on=fail_on), result.models, result.changes)
-    findings = []
-    for finding in report.findings:
-        info = info_for(finding.check, infos)
-        findings.append(
-            FindingOut(
-                check=finding.check,
-                title=info.title,
-                severity=finding.severity.value,
-                entity=finding.entity,
-                field=finding.field,
-                change=finding.change,
-                previous_field=finding.previous_field,
-                message=finding.message,
-                why=info.why,
-                action=info.action,
-                path=list(finding.path),
-                evidence=dict(finding.evidence),
-                incident_id=finding.id,
-                incident_state=states.get(finding.id, "new"),
-            )
-        )
+    findings = [
+        _finding_out(f, info_for(f.check, infos), states.get(f.id, "new")) for f in report.findings
+    ]
     return ScanAnswer(
         model=report.urn,
         catalog=result.catalog,
@@ -283,6 +318,48 @@ def _scan_answer(result: ScanResult, infos: dict[str, CheckInfo], fail_on: Sever
         errors=list(report.errors),
         notes=list(result.notes),
         outbox_rows=len(result.notifications),
+    )
+
+
+def _finding_out(finding: Finding, info: CheckInfo, state: str) -> FindingOut:
+    return FindingOut(
+        check=finding.check,
+        title=info.title,
+        severity=finding.severity.value,
+        entity=finding.entity,
+        field=finding.field,
+        change=finding.change,
+        previous_field=finding.previous_field,
+        message=finding.message,
+        why=info.why,
+        action=info.action,
+        path=list(finding.path),
+        evidence=dict(finding.evidence),
+        incident_id=finding.id,
+        incident_state=state,
+    )
+
+
+def _impact_answer(report: ImpactReport, infos: dict[str, CheckInfo]) -> ImpactAnswer:
+    models = [
+        ModelImpactOut(
+            model=impact.urn,
+            affected=impact.affected,
+            severity=impact.severity.value if impact.severity is not None else None,
+            features=list(impact.features),
+            fields=list(impact.fields),
+            findings=[_finding_out(f, info_for(f.check, infos), "new") for f in impact.findings],
+        )
+        for impact in report.models
+    ]
+    return ImpactAnswer(
+        dataset=report.dataset,
+        catalog=report.catalog,
+        changes=report.changes.describe(),
+        worst=report.worst.value if report.worst is not None else None,
+        affected_models=[m.urn for m in report.affected],
+        models=models,
+        notes=list(report.notes),
     )
 
 
@@ -506,6 +583,47 @@ def build_server(
     )
     async def explain_incident(incident_id: IncidentIdParam) -> Explanation:
         return await _run(partial(service.explain_incident, incident_id))
+
+    @server.tool(
+        title="Preview a change's impact",
+        description="What would a change to a dataset break, before it lands? Previews "
+        "dropping, renaming or retyping columns, or deprecating the dataset: finds the ML "
+        "models downstream and scans them against the catalog as it would be after the "
+        "change. Returns each model's new findings (the incidents a scan after the change "
+        "would open), the features the change reaches it through, and the worst severity. "
+        "Nothing is written.",
+        annotations=READ_ONLY,
+    )
+    async def impact_of_change(
+        dataset: Annotated[
+            str,
+            Field(
+                description="The dataset: its urn, or its name when only one dataset a "
+                "model reads has it, e.g. raw.customers."
+            ),
+        ],
+        drop: Annotated[list[str], Field(description="Columns that would be dropped.")] = [],  # noqa: B006
+        rename: Annotated[
+            dict[str, str], Field(description="Columns that would be renamed: old name to new.")
+        ] = {},  # noqa: B006
+        retype: Annotated[
+            dict[str, str],
+            Field(description="Columns whose type would change: column to its new type."),
+        ] = {},  # noqa: B006
+        deprecate: Annotated[
+            bool, Field(description="The dataset would be deprecated in DataHub.")
+        ] = False,
+    ) -> ImpactAnswer:
+        # The defaults are never mutated: FastMCP builds fresh values from each call's JSON.
+        work = partial(
+            service.impact_of_change,
+            dataset,
+            drop=drop,
+            rename=rename,
+            retype=retype,
+            deprecate=deprecate,
+        )
+        return await _run(work)
 
     if allow_writes:
 
