@@ -23,6 +23,7 @@
 # the venv is made with (action.yml passes setup-python's; default python3).
 #
 # Bad input is one ::error:: line and exit 2, before anything is installed or written.
+# Needs bash 4 or later (Linux runners; macOS's /bin/bash is 3.2).
 set -euo pipefail
 
 REPORT_FILES=(sarif:mlcopilot.sarif junit:mlcopilot-junit.xml json:mlcopilot.json

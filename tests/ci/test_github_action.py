@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -115,6 +116,23 @@ def test_a_folder_is_loaded_in_name_order(tmp_path: Path) -> None:
     assert "::error title=mlcopilot schema_drift (critical)" in ran.stdout
     assert "signup_date" in ran.stdout
     assert "Loading 2 metadata file(s)" in ran.stdout
+
+
+def test_a_lite_spec_is_scanned_where_it_is(tmp_path: Path) -> None:
+    catalog = tmp_path / "kept" / "catalog.db"
+    loaded = subprocess.run(
+        [str(VENV_BIN / "mlcopilot"), "catalog", "load", "--catalog", f"lite:{catalog}", CATALOG],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    ran = gate(tmp_path, catalog=f"lite:{catalog}", formats="json")
+    assert ran.code == 1, ran.stdout + ran.stderr
+    assert "Loading" not in ran.stdout
+    report = json.loads(ran.file("json-file").read_text(encoding="utf-8"))
+    assert report["catalog"] == f"lite:{catalog}"
+    assert len(report["models"][0]["findings"]) == 3
 
 
 def test_models_are_lines_and_commas_outside_an_urns_parentheses(tmp_path: Path) -> None:
