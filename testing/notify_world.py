@@ -158,6 +158,7 @@ class World:
             retry=fields["retry"],
             failpoint=fields.get("failpoint", base.failpoint),
             deliver=fields.get("deliver", True),
+            report_url=fields.get("report_url", base.report_url),
         )
 
     def scan(self, store: SqlStore | None = None, **overrides: Any) -> ScanResult:

@@ -118,6 +118,8 @@ class Delivery:
     write_back: bool = True
     """False: write nothing to the catalog (a shadow run). Incidents are still recorded and
     notified; no outbox row for the catalog is made, and the relay leaves DataHub alone."""
+    report_url: str | None = None
+    """``report.url`` (checked): the scan's notifications link to the report published there."""
 
 
 _CONFLICT_RETRIES = 3
@@ -301,7 +303,11 @@ def _scan(
         if not delivery.write_back:
             plan = []
         request = NotifyRequest(
-            policy=delivery.policy, sinks=sinks, writeback=encode_writes(plan), infos=infos
+            policy=delivery.policy,
+            sinks=sinks,
+            writeback=encode_writes(plan),
+            infos=infos,
+            report_url=delivery.report_url,
         )
         if options.dry_run:
             rows = store.preview_notifications(changes, request, now=options.now)

@@ -232,6 +232,16 @@ class NotifySection(_Section):
     failpoint: str = Field("", description="crash-test failpoints (tests only)")
 
 
+class ReportSection(_Section):
+    """``[report]``: where the scan's HTML report is published, so notifications link to it."""
+
+    url: str | None = Field(
+        None,
+        description="https URL of the published HTML report, for links in GitHub issues and "
+        "Slack messages; {model} becomes the model's name",
+    )
+
+
 WATCH_SOURCES: Final = ("kafka", "datahub-cloud")
 """Event sources ``mlcopilot watch`` can follow: DataHub's Kafka topics, or DataHub Cloud's
 events API (a single consumer; no scale-out)."""
@@ -326,6 +336,7 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "notify.allow_local_sinks": "MLCOPILOT_ALLOW_LOCAL_SINKS",
     "notify.test_write_spacing": "MLCOPILOT_TEST_WRITE_SPACING",
     "notify.failpoint": "MLCOPILOT_FAILPOINT",
+    "report.url": "MLCOPILOT_REPORT_URL",
     "watch.source": "MLCOPILOT_WATCH_SOURCE",
     # DataHub's own names, as its services and the Actions framework read them.
     "watch.bootstrap": "KAFKA_BOOTSTRAP_SERVER",
@@ -375,6 +386,7 @@ class Settings(BaseSettings):
     github: GitHubSection = Field(default_factory=GitHubSection)
     slack: SlackSection = Field(default_factory=SlackSection)
     notify: NotifySection = Field(default_factory=NotifySection)
+    report: ReportSection = Field(default_factory=ReportSection)
     watch: WatchSection = Field(default_factory=WatchSection)
     checks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="each check's own section, parsed by the check"

@@ -116,6 +116,9 @@ class Notification:
     added: tuple[str, ...] = ()
     cleared: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
+    report_urls: Mapping[Urn, str] = field(default_factory=dict)
+    """Model → the published HTML report of the scan that planned the row (``report.url``);
+    empty when none is configured, and in rows planned before rows carried it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +200,9 @@ class NotifyRequest:
     infos: Mapping[str, CheckInfo] = field(default_factory=dict)
     """Every check's info the scan knows: the grouping rule (``folds_in``) and what each
     planned row carries so it stays deliverable if its check is uninstalled meanwhile."""
+    report_url: str | None = None
+    """``report.url``, checked: where this scan's HTML report is published, so its rows link
+    to it (see :func:`mlcopilot.notify.codec.with_report`). None for changes made by hand."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,15 @@ the sinks and commands that import them from this module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Final, Protocol
+from urllib.parse import quote, urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 
+from mlcopilot.model.catalog import Urn
 from mlcopilot.model.findings import CheckInfo
 from mlcopilot.model.notify import (
     NOTIFY_SINKS,
@@ -38,6 +41,7 @@ from mlcopilot.model.notify import (
     WatchedGroup,
     dedupe_key,
 )
+from mlcopilot.names import short_name
 
 __all__ = [
     "NOTIFY_SINKS",
@@ -63,7 +67,10 @@ __all__ = [
     "dedupe_key",
     "encode_notification",
     "problems",
+    "report_links",
+    "report_url_problem",
     "with_infos",
+    "with_report",
 ]
 
 
@@ -143,6 +150,12 @@ def encode_notification(notification: Notification) -> dict[str, Any]:
             "members": _MEMBERS.dump_python(group.members, mode="json"),
             **({"checks": _encode_infos(group.infos)} if group.infos else {}),
         },
+        # Only when set, so rows from before it re-encode to the same bytes.
+        **(
+            {"report": dict(sorted(notification.report_urls.items()))}
+            if notification.report_urls
+            else {}
+        ),
     }
 
 
@@ -156,6 +169,59 @@ def with_infos(payload: Mapping[str, Any], infos: Mapping[str, CheckInfo]) -> di
     names = {group["check"], *(m["check"] for m in group["members"])}
     group["checks"] = _encode_infos({name: infos[name] for name in names if name in infos})
     return {**payload, "group": group}
+
+
+REPORT_PLACEHOLDER: Final = "{model}"
+"""The one placeholder of ``report.url``: the model's name, URL-quoted."""
+# What a link may hold (RFC 3986's unreserved, reserved and percent signs, less the ones that
+# end a markdown link or a Slack <url|text>), so a URL drops into both bodies unescaped.
+_URL_CHARS: Final = re.compile(r"^[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*$")
+
+
+def report_url_problem(template: str) -> str | None:
+    """What is wrong with a ``report.url`` template, or None when it may be used.
+
+    It must be an absolute ``https`` URL with a host and no ``user@`` part, with ``{model}``
+    as its only placeholder, and none of the characters that would break out of a markdown
+    link or a Slack link (spaces, quotes, brackets, ``<``, ``>``, ``|``).
+    """
+    bare = template.replace(REPORT_PLACEHOLDER, "")
+    if "{" in bare or "}" in bare:
+        return f"the only placeholder is {REPORT_PLACEHOLDER}"
+    if not _URL_CHARS.fullmatch(bare):
+        return "it holds characters a link cannot (spaces, quotes, brackets, <, >, |)"
+    try:
+        parts = urlsplit(bare)
+    except ValueError:
+        return "it is not a URL"
+    if parts.scheme != "https" or not parts.hostname:
+        return "it must be an https:// URL with a host"
+    if "@" in parts.netloc:
+        return "a URL with user@ credentials is not allowed"
+    return None
+
+
+def report_links(template: str, models: Iterable[Urn]) -> dict[Urn, str]:
+    """Each model's report URL: ``template`` with ``{model}`` replaced by its quoted name.
+
+    The template is assumed checked (:func:`report_url_problem`).
+    """
+    return {
+        urn: template.replace(REPORT_PLACEHOLDER, quote(short_name(urn), safe=""))
+        for urn in sorted(set(models))
+    }
+
+
+def with_report(payload: Mapping[str, Any], template: str | None) -> dict[str, Any]:
+    """``payload`` linking each of its group's models to the report at ``template``.
+
+    Set at planning time, so the row links to the report of the scan that planned it even
+    when another run, with another ``report.url``, delivers it. No template: unchanged.
+    """
+    if template is None:
+        return dict(payload)
+    models = [m["model"] for m in payload["group"]["members"]]
+    return {**payload, "report": report_links(template, models)}
 
 
 def _encode_infos(infos: Mapping[str, CheckInfo]) -> dict[str, Any]:
@@ -192,6 +258,8 @@ def decode_notification(payload: Mapping[str, Any]) -> Notification:
             "mlcopilot reads (was it written by a newer mlcopilot?)"
         )
     data = dict(payload)
+    if "report" in data:
+        data["report_urls"] = data.pop("report")  # stored as ``report``
     group = data.get("group")
     if isinstance(group, Mapping) and "checks" in group:
         # Stored as ``checks``; the dataclass field is ``infos``.
@@ -201,7 +269,8 @@ def decode_notification(payload: Mapping[str, Any]) -> Notification:
     try:
         return _NOTIFICATION.validate_python(data)
     except ValidationError as exc:
-        raise PayloadError(f"outbox payload: {problems(exc, stored={'infos': 'checks'})}") from exc
+        stored = {"infos": "checks", "report_urls": "report"}
+        raise PayloadError(f"outbox payload: {problems(exc, stored=stored)}") from exc
 
 
 def problems(exc: ValidationError, *, shown: int = 3, stored: Mapping[str, str] = {}) -> str:

@@ -64,6 +64,7 @@ def scan_delivery(
         failpoint=env_failpoint(settings.failpoint),
         deliver=deliver,
         write_back=settings.write_back,
+        report_url=settings.report_url,
     )
 
 

@@ -18,7 +18,6 @@ from sqlalchemy import Connection, and_, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.model import (
-    CheckInfo,
     GroupState,
     Incident,
     IncidentChanges,
@@ -31,7 +30,7 @@ from mlcopilot.model import (
     Urn,
     dedupe_key,
 )
-from mlcopilot.notify.codec import with_infos
+from mlcopilot.notify.codec import with_infos, with_report
 from mlcopilot.notify.grouping import group_of, inhibitors
 from mlcopilot.notify.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.store import schema as t
@@ -129,16 +128,24 @@ def plan(
                 now=now,
             )
             if decision is not None:
-                result.decisions.append(_carrying_infos(decision, request.infos))
+                result.decisions.append(_carrying(decision, request))
     return result
 
 
-def _carrying_infos(decision: Decision, infos: Mapping[str, CheckInfo]) -> Decision:
-    """``decision`` with its rows' payloads carrying their checks' infos (see ``with_infos``)."""
+def _carrying(decision: Decision, request: NotifyRequest) -> Decision:
+    """``decision`` with its rows' payloads carrying infos and report links.
+
+    The infos of their checks (see ``with_infos``), and the links to the scan's published
+    report when ``report.url`` is set (see ``with_report``).
+    """
+
+    def carry(payload: Mapping[str, Any]) -> dict[str, Any]:
+        return with_report(with_infos(payload, request.infos), request.report_url)
+
     return replace(
         decision,
-        inserts=tuple(replace(r, payload=with_infos(r.payload, infos)) for r in decision.inserts),
-        rewrites=tuple((row_id, with_infos(p, infos)) for row_id, p in decision.rewrites),
+        inserts=tuple(replace(r, payload=carry(r.payload)) for r in decision.inserts),
+        rewrites=tuple((row_id, carry(p)) for row_id, p in decision.rewrites),
     )
 
 

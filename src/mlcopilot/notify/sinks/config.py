@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mlcopilot.errors import ConfigError
-from mlcopilot.notify.codec import NotifyPolicy, SinkName
+from mlcopilot.notify.codec import NotifyPolicy, SinkName, report_url_problem
 from mlcopilot.notify.sinks.urls import (
     GITHUB_API,
     SLACK_API,
@@ -103,6 +103,8 @@ class NotifySettings:
     """Crash-test failpoints (``MLCOPILOT_FAILPOINT``); empty in production."""
     write_back: bool = True
     """``datahub.write_back``: False writes nothing to the catalog (no outbox rows for it)."""
+    report_url: str | None = None
+    """``report.url``, checked: the published HTML report that a scan's notifications link to."""
 
     @property
     def sinks(self) -> tuple[SinkName, ...]:
@@ -130,6 +132,11 @@ class NotifySettings:
                 raise ConfigError(
                     f"{settings.name_of('datahub.ui_url')} must be an http(s) URL without user@"
                 )
+        report_url = settings.report.url or None
+        if report_url is not None:
+            problem = report_url_problem(report_url)
+            if problem is not None:
+                raise ConfigError(f"{settings.name_of('report.url')}: {problem}")
         return cls(
             github=_github(settings),
             slack=_slack(settings),
@@ -138,6 +145,7 @@ class NotifySettings:
             allow_local=notify.allow_local_sinks,
             failpoint=notify.failpoint,
             write_back=settings.datahub.write_back,
+            report_url=report_url,
         )
 
     @classmethod

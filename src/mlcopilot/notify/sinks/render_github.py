@@ -47,6 +47,7 @@ def issue_body(notification: Notification, *, datahub_url: str | None) -> str:
         "",
         _summary(group),
         "",
+        *_report(notification),
         "### What changed",
         "",
         _messages(group.open_members or group.members),
@@ -104,7 +105,7 @@ def comment_body(notification: Notification, *, datahub_url: str | None) -> str:
         parts += _delta(group, "Changed", notification.changed, by_id)
         parts += _delta(group, "Cleared", notification.cleared, by_id)
         parts += ["### Affected models and fields now", "", _table(group, group.members)]
-    parts += ["", *_links(group, datahub_url)]
+    parts += ["", *_report(notification), *_links(group, datahub_url)]
     return _fit("\n".join(parts))
 
 
@@ -164,6 +165,22 @@ def _diagram(members: Sequence[Member]) -> str:
     lines += [f'  {node}["{mermaid_label(short_name(urn))}"]' for urn, node in ids.items()]
     lines += [f"  {a} --> {b}" for a, b in edges]
     return md_block(lines, language="mermaid")
+
+
+def _report(notification: Notification) -> list[str]:
+    """The link to the scan's HTML report (one per model when each has its own), if any."""
+    urls = notification.report_urls
+    if not urls:
+        return []
+    # Stored checked and quoted (codec.report_links): safe inside a markdown link as it is.
+    if len(set(urls.values())) == 1:
+        (url,) = set(urls.values())
+        return [f"**Report:** [lineage, findings and timeline]({url})", ""]
+    lines = [
+        f"- {md_code(short_name(model), 80)}: [HTML report]({url})"
+        for model, url in sorted(urls.items())[:20]
+    ]
+    return ["**Reports:**", "", *lines, ""]
 
 
 def _links(group: GroupSnapshot, datahub_url: str | None) -> list[str]:

@@ -38,6 +38,7 @@ def root_message(notification: Notification, *, datahub_url: str | None) -> tupl
     blocks += _member_sections(group, group.members)
     if not resolved:
         blocks.append(_section(f"*Suggested action:* {slack_text(_action(group), 1500)}"))
+    blocks += _report(notification)
     blocks += _links(group, datahub_url)
     blocks.append(_context(group))
     return _fallback(notification), _cap(blocks)
@@ -65,6 +66,7 @@ def thread_message(notification: Notification, *, datahub_url: str | None) -> tu
             members = [by_id[i] for i in ids if i in by_id]
             if members:
                 blocks += _member_sections(group, members, title=title)
+    blocks += _report(notification)
     blocks.append(_context(group))
     return _fallback(notification), _cap(blocks)
 
@@ -112,6 +114,22 @@ def _member_line(group: GroupSnapshot, m: Member) -> str:
     return (
         f"• {where} in {slack_code(short_name(m.model), 80)}: {change} ({m.severity.value}){state}"
     )
+
+
+def _report(notification: Notification) -> Blocks:
+    """A link to the scan's HTML report (one per model when each has its own), if any."""
+    urls = notification.report_urls
+    if not urls:
+        return []
+    # Stored checked and quoted (codec.report_links): no <, > or | to break out of <url|text>.
+    if len(set(urls.values())) == 1:
+        (url,) = set(urls.values())
+        return [_section(f":bar_chart: <{url}|Open the HTML report> (lineage, findings, timeline)")]
+    links = [
+        f"<{url}|HTML report: {slack_text(short_name(model), 80)}>"
+        for model, url in sorted(urls.items())[:20]
+    ]
+    return [_section(":bar_chart: " + " · ".join(links))]
 
 
 def _links(group: GroupSnapshot, datahub_url: str | None) -> Blocks:
