@@ -7,15 +7,21 @@ argument validation, the tool, the structured result checked against its outputS
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
 from mcp import ClientSession
+from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 from pydantic import AnyUrl
 
+from mlcopilot.agent.server import _run, build_server
 from mlcopilot.checks import builtin_infos
+from mlcopilot.settings import load_settings
 from mlcopilot.store import default_state_url, open_store
 from mlcopilot.writeback import incident_document
 from tests.agent.conftest import CUSTOMERS, MODEL, NOW, UI, Connected
@@ -357,3 +363,61 @@ def test_impact_of_change_names_the_models_a_change_would_break_and_writes_nothi
 
     connect().run(conversation)
     assert _hashes(demo_home) == before
+
+
+def test_a_missing_catalog_or_state_database_is_one_sentence(tmp_path: Path) -> None:
+    empty = Connected(tmp_path / "nothing-here")
+
+    async def conversation(client: ClientSession) -> None:
+        for tool, arguments in (
+            ("scan_model", {"model": "churn_predictor_v1"}),
+            ("list_incidents", {}),
+            ("explain_incident", {"incident_id": "0123456789abcdef"}),
+        ):
+            text = _error(await client.call_tool(tool, arguments))
+            assert "\n" not in text, tool
+            assert "Traceback" not in text, tool
+            assert "nothing-here" in text, tool  # it says where it looked
+
+    empty.run(conversation)
+    assert not (tmp_path / "nothing-here").exists()  # and created nothing there
+
+
+def test_a_damaged_state_database_is_one_sentence_naming_it(
+    connect: Callable[..., Connected], demo_home: Path
+) -> None:
+    (demo_home / "state.db").write_bytes(b"not a database" * 100)
+
+    async def conversation(client: ClientSession) -> None:
+        text = _error(await client.call_tool("list_incidents", {}))
+        assert "Traceback" not in text
+        assert "\n" not in text
+        assert "state.db" in text
+
+    connect().run(conversation)
+
+
+def test_a_bug_reaches_the_client_as_one_line_and_the_log_gets_the_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def broken() -> str:
+        def fails() -> str:
+            raise KeyError("detail of the bug")
+
+        return await _run(fails)
+
+    server = build_server(load_settings(environ={}))
+    server.add_tool(broken, name="broken", description="Always fails.")
+
+    async def main() -> None:
+        async with create_connected_server_and_client_session(server) as client:
+            text = _error(await client.call_tool("broken", {}))
+            assert text.endswith(
+                "internal error (KeyError); the mlcopilot server's log has the details"
+            )
+            assert "detail of the bug" not in text
+
+    with caplog.at_level(logging.ERROR, logger="mlcopilot.agent.server"):
+        anyio.run(main)
+    assert "Traceback" in caplog.text
+    assert "detail of the bug" in caplog.text
