@@ -10,7 +10,7 @@ module; each test gets its own copy of the files.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,9 +82,10 @@ def demo_home(pristine: Path, tmp_path: Path) -> Path:
     return home
 
 
-def demo_settings(home: Path) -> Settings:
+def demo_settings(home: Path, env: Mapping[str, str] | None = None) -> Settings:
     """The settings a user of that home has: its catalog and state, DataHub's UI for links."""
-    return load_settings(environ={"MLCOPILOT_HOME": str(home), "MLCOPILOT_DATAHUB_URL": UI})
+    environ = {"MLCOPILOT_HOME": str(home), "MLCOPILOT_DATAHUB_URL": UI, **(env or {})}
+    return load_settings(environ=environ)
 
 
 @dataclass
@@ -93,11 +94,13 @@ class Connected:
 
     home: Path
     allow_writes: bool = False
+    env: Mapping[str, str] | None = None
+    """More environment for the server's settings (e.g. GitHub's)."""
 
     def run(self, conversation: Callable[[ClientSession], Awaitable[None]]) -> None:
         """Run ``conversation`` (an async function of the session) against a fresh server."""
         server = build_server(
-            demo_settings(self.home), allow_writes=self.allow_writes, clock=lambda: NOW
+            demo_settings(self.home, self.env), allow_writes=self.allow_writes, clock=lambda: NOW
         )
 
         async def main() -> None:

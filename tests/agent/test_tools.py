@@ -24,6 +24,8 @@ from mlcopilot.checks import builtin_infos
 from mlcopilot.settings import load_settings
 from mlcopilot.store import default_state_url, open_store
 from mlcopilot.writeback import incident_document
+from testing.fakes.github import FakeGitHub
+from testing.notify_world import notify_env
 from tests.agent.conftest import CUSTOMERS, MODEL, NOW, UI, Connected
 
 READS = {"scan_model", "list_incidents", "explain_incident", "impact_of_change"}
@@ -185,6 +187,21 @@ def test_a_dry_run_scan_writes_nothing_to_the_store_or_the_catalog(
         assert last < NOW
     finally:
         store.close()
+
+
+def test_a_dry_run_calls_no_sink_even_when_github_is_configured(demo_home: Path) -> None:
+    github = FakeGitHub()
+    with github.running():
+        env = notify_env(github, MLCOPILOT_TEST_WRITE_SPACING="0")
+        server = Connected(demo_home, allow_writes=True, env=env)
+
+        async def conversation(client: ClientSession) -> None:
+            answer = _structured(await client.call_tool("scan_model", {"model": MODEL}))
+            assert answer["dry_run"] is True
+            assert answer["findings"]
+
+        server.run(conversation)
+    assert github.requests == []
 
 
 def test_write_is_refused_by_a_read_only_server_and_records_with_allow_writes(
