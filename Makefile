@@ -61,6 +61,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.startup
 	$(BIN)/python -m benchmarks.signals
 	$(BIN)/python -m benchmarks.freshness
+	$(BIN)/python -m benchmarks.downstream
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
