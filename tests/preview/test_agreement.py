@@ -91,11 +91,16 @@ def _renamed_description() -> dict[str, str]:
     return {**RAW_DESCRIPTIONS, "country_code": RAW_DESCRIPTIONS["country"]}
 
 
-@pytest.mark.parametrize("first_scan_before", [True, False], ids=["scanned", "never-scanned"])
+@pytest.mark.parametrize(
+    ("first_scan_before", "trained"),
+    [(True, True), (False, True), (False, False)],
+    ids=["scanned", "never-scanned", "never-scanned-no-training-date"],
+)
 def test_generated_estate_flags_preview_equals_the_scan_after_them(
-    tmp_path: Path, first_scan_before: bool
+    tmp_path: Path, first_scan_before: bool, trained: bool
 ) -> None:
-    with lite(tmp_path / "c.db", generated_estate()) as catalog, store(tmp_path / "s.db") as st:
+    estate = generated_estate(trained=trained)
+    with lite(tmp_path / "c.db", estate) as catalog, store(tmp_path / "s.db") as st:
         if first_scan_before:
             real_scan(catalog, st, NOW)
         changes = parse_changes(

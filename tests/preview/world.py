@@ -75,8 +75,12 @@ def raw_table(fields: Sequence[Field]) -> MCPs:
     )
 
 
-def generated_estate(models: int = 12, seed: int = 15) -> MCPs:
-    """The raw table, features on it, a curated table, ``models`` models and an unrelated one."""
+def generated_estate(models: int = 12, seed: int = 15, *, trained: bool = True) -> MCPs:
+    """The raw table, features on it, a curated table, ``models`` models and an unrelated one.
+
+    ``trained=False``: the models say not when they were trained, so no history is asked and
+    a first scan takes the current schema as each model's baseline.
+    """
     rng = random.Random(seed)
     columns = [f[0] for f in RAW_FIELDS]
     mcps: MCPs = [*raw_table(RAW_FIELDS)]
@@ -108,7 +112,12 @@ def generated_estate(models: int = 12, seed: int = 15) -> MCPs:
             training.append(RAW)
         if rng.random() < 0.3:
             chosen.append(feature_urn("fs", "tenure"))
-        mcps += ml_model(f"model_{number:02d}", features=chosen, training_data=training, date=T0)
+        mcps += ml_model(
+            f"model_{number:02d}",
+            features=chosen,
+            training_data=training,
+            date=T0 if trained else None,
+        )
     mcps += ml_model("unrelated", features=[feature_urn("fs", "x")], date=T0)
     return mcps
 

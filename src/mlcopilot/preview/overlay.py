@@ -1,18 +1,17 @@
-"""A catalog as it would be after one dataset changed, for the scan to run on unaltered.
+"""The catalog as it would be after one dataset changed, and the baselines a scan now sets.
 
 :class:`OverlayCatalog` wraps the real catalog and delegates everything, except that the
 changed dataset reads as it would after the change: its node (from ``nodes`` and in every
 walked lineage) carries the proposed schema and deprecation. Lineage itself is not changed:
-no change the preview takes (columns, deprecation) adds or removes an edge.
+no change the preview takes (columns, deprecation) adds or removes an edge. History answers
+as the real catalog does. It writes nothing: ``apply`` only previews.
 
-History answers as the real catalog does, with one exception that keeps the preview honest
-about first scans: where the catalog's history cannot tell the dataset's schema at a model's
-training time, a scan takes the *current* schema as the model's baseline. Run now and again
-after the change, that baseline is today's schema, the one before the change; so the
-overlay answers today's schema there, never the proposed one (which would hide the change
-from schema drift).
-
-It writes nothing: ``apply`` only previews (a dry-run scan asks for nothing else).
+:class:`BaselineView` is the state store, read-only, as a scan run *now* would leave it: a
+model with no stored baseline for the changed dataset gets the one that scan would store (the
+catalog's history at the model's training time, else today's schema: the first-scan
+snapshot). Without it, a model scanned for the first time after the change would take the
+changed schema as its baseline and see no drift; the preview answers what a scan now and
+again after the change compare.
 """
 
 from __future__ import annotations
@@ -20,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any, Literal, cast
 
-from mlcopilot.model import Edge, Lineage, Node, Schema, Urn, Write
-from mlcopilot.protocols import Catalog, WalkLimits
+from mlcopilot.model import Baseline, Edge, Lineage, Node, Schema, Urn, Write
+from mlcopilot.protocols import Catalog, StateStore, WalkLimits
 from mlcopilot.scan import BatchedHistory, LineagePrefetch
 
 
@@ -75,24 +75,14 @@ class OverlayCatalog:
             self._inner.prefetch(roots, limits)
 
     def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
-        """The real history; today's schema of the changed dataset where history cannot tell."""
-        return self._answer(urn, self._inner.schema_as_of(urn, when))
+        """The real catalog's history."""
+        return self._inner.schema_as_of(urn, when)
 
     def schemas_at(
         self, requests: Iterable[tuple[Urn, datetime]]
     ) -> dict[tuple[Urn, datetime], Schema | None]:
-        """:meth:`schema_as_of` of each request, batched when the real catalog batches."""
-        wanted = list(dict.fromkeys(requests))
-        if isinstance(self._inner, BatchedHistory):
-            found = self._inner.schemas_at(wanted)
-        else:
-            found = {(urn, when): self._inner.schema_as_of(urn, when) for urn, when in wanted}
-        return {key: self._answer(key[0], found.get(key)) for key in wanted}
-
-    def _answer(self, urn: Urn, historic: Schema | None) -> Schema | None:
-        if historic is None and urn == self._changed.urn:
-            return self._before.schema
-        return historic
+        """The real catalog's history of each request, batched when it batches."""
+        return history(self._inner, requests)
 
     def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
         """What the real catalog would change for ``writes``; never writes.
@@ -106,3 +96,87 @@ class OverlayCatalog:
 
     def close(self) -> None:
         """Nothing: the real catalog belongs to the caller."""
+
+
+def history(
+    catalog: Catalog, requests: Iterable[tuple[Urn, datetime]]
+) -> dict[tuple[Urn, datetime], Schema | None]:
+    """:meth:`Catalog.schema_as_of` of each request, in batches when the catalog can."""
+    wanted = list(dict.fromkeys(requests))
+    if isinstance(catalog, BatchedHistory):
+        found = catalog.schemas_at(wanted)
+        return {key: found.get(key) for key in wanted}
+    return {(urn, when): catalog.schema_as_of(urn, when) for urn, when in wanted}
+
+
+class BaselineView:
+    """A state store, read-only, with the baselines a scan now would add (see the module).
+
+    Only what a dry-run scan reads is offered; anything that would write raises.
+    """
+
+    def __init__(self, inner: StateStore, added: Mapping[Urn, Baseline]) -> None:
+        self._inner = inner
+        self._added = dict(added)
+        """Model → its would-be baseline of the changed dataset."""
+
+    @classmethod
+    def now(
+        cls, catalog: Catalog, store: StateStore, before: Node, models: Sequence[Urn], at: datetime
+    ) -> StateStore:
+        """``store`` plus the baseline of ``before`` a scan at ``at`` would give each model."""
+        if before.schema is None:
+            return store
+        missing = [m for m in models if store.baseline(m, before.urn) is None]
+        trained = {u: n.trained_at for u, n in catalog.nodes(missing).items()}
+        asked = [(before.urn, when) for when in trained.values() if when is not None]
+        historic = history(catalog, asked)
+        added: dict[Urn, Baseline] = {}
+        for model in missing:
+            when = trained.get(model)
+            schema = historic.get((before.urn, when)) if when is not None else None
+            source: Literal["history", "first_scan"] = "first_scan"
+            if schema is not None:
+                source = "history"
+            added[model] = Baseline(model, before.urn, schema or before.schema, source, at)
+        # Structurally a store for what a dry-run scan calls (see the class); writers raise.
+        return cast("StateStore", cls(store, added))
+
+    def baseline(self, model: Urn, dataset: Urn) -> Baseline | None:
+        """The stored baseline, else the would-be one."""
+        stored = self._inner.baseline(model, dataset)
+        added = self._added.get(model)
+        if stored is None and added is not None and added.dataset == dataset:
+            return added
+        return stored
+
+    def baselines(self, model: Urn) -> list[Baseline]:
+        """The stored baselines and the would-be one, by dataset."""
+        stored = self._inner.baselines(model)
+        added = self._added.get(model)
+        if added is not None and all(b.dataset != added.dataset for b in stored):
+            stored = sorted([*stored, added], key=lambda b: b.dataset)
+        return stored
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _WRITERS:
+            raise RuntimeError(f"the impact preview's store view never writes ({name})")
+        return getattr(self._inner, name)
+
+
+_WRITERS = frozenset(
+    {
+        "save_baselines",
+        "record_scan",
+        "acknowledge",
+        "resolve",
+        "retry_outbox",
+        "request_rescans",
+        "claim_rescans",
+        "complete_rescans",
+        "fail_rescans",
+        "claim",
+        "complete",
+        "fail",
+    }
+)

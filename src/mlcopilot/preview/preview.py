@@ -6,7 +6,8 @@ scan opens after the change agree by construction:
 1. the models reading the dataset: :func:`mlcopilot.downstream.models_downstream`;
 2. a dry-run scan of those models against the real catalog, and another against the
    catalog as it would be after the change (:class:`~mlcopilot.preview.overlay.OverlayCatalog`),
-   with the same checks, store (its baselines and incidents only read) and clock;
+   with the same checks and clock, and the store (only read) as a scan now would leave it:
+   each model with a baseline of the dataset (:class:`~mlcopilot.preview.overlay.BaselineView`);
 3. the findings of the second that the first does not have, by incident id (model, check,
    entity, field): the incidents the change would open. A finding already present before the
    change (an open incident) is not the change's doing and is not counted, even when the
@@ -38,7 +39,7 @@ from mlcopilot.model import (
 )
 from mlcopilot.names import short_name
 from mlcopilot.preview.changes import ChangeSet, apply_to_schema
-from mlcopilot.preview.overlay import OverlayCatalog
+from mlcopilot.preview.overlay import BaselineView, OverlayCatalog
 from mlcopilot.protocols import Catalog, Check, StateStore, WalkLimits
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
 
@@ -181,8 +182,11 @@ def preview_change(
     options = ScanOptions(now=now, models=tuple(downstream), dry_run=True, limits=limits)
     # No write-back planned: the preview needs only the findings.
     quiet = Delivery(write_back=False)
-    was = scan(catalog, store, checks, options, delivery=quiet)
-    would = scan(OverlayCatalog(catalog, before, after), store, checks, options, delivery=quiet)
+    # Both scans see the store as a scan now would leave it: a baseline of the dataset for
+    # every model (else a model never scanned would take the changed schema as its baseline).
+    view = BaselineView.now(catalog, store, before, downstream, now)
+    was = scan(catalog, view, checks, options, delivery=quiet)
+    would = scan(OverlayCatalog(catalog, before, after), view, checks, options, delivery=quiet)
     seen = {f.id for f in was.findings}
     impacts = [_impact(report, seen) for report in would.models]
     impacts.sort(key=lambda m: (-(m.severity.rank if m.severity else -1), m.urn))
