@@ -245,6 +245,10 @@ def test_list_incidents_by_state_and_model(connect: Callable[..., Connected]) ->
         assert acknowledged["incidents"] == []
         everything = _structured(await client.call_tool("list_incidents", {"state": "all"}))
         assert len(everything["incidents"]) >= len(listed)
+        newest = _structured(await client.call_tool("list_incidents", {"limit": 1}))
+        assert newest["incidents"] == listed[:1]
+        assert newest["total"] == len(listed) > 1
+        assert "limit" in _error(await client.call_tool("list_incidents", {"limit": 0}))
 
     connect().run(conversation)
 

@@ -115,6 +115,7 @@ class IncidentList(BaseModel):
     """The answer of list_incidents, newest first."""
 
     incidents: list[IncidentOut]
+    total: int = Field(description="How many match (more than listed when limit cut them).")
 
 
 class LinksOut(BaseModel):

@@ -58,7 +58,7 @@ from mlcopilot.model import (
     Severity,
 )
 from mlcopilot.names import short_name
-from mlcopilot.notify.codec import OutboxItem
+from mlcopilot.notify.codec import OutboxItem, SinkRef
 from mlcopilot.notify.delivery import hand_change_request, scan_delivery
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.content import entity_url
@@ -194,7 +194,9 @@ class Service:
 
     # --- incidents
 
-    def list_incidents(self, state: str = "open", model: str | None = None) -> IncidentList:
+    def list_incidents(
+        self, state: str = "open", model: str | None = None, limit: int = 100
+    ) -> IncidentList:
         """The incidents in ``state`` (of ``model``: its urn or name), newest first."""
         store = open_state(self.settings)
         try:
@@ -208,7 +210,7 @@ class Service:
             if _state_matches(i, state)
             and (wanted is None or wanted in (i.model, short_name(i.model)))
         ]
-        return IncidentList(incidents=[_incident_out(i) for i in chosen])
+        return IncidentList(incidents=[_incident_out(i) for i in chosen[:limit]], total=len(chosen))
 
     def explain_incident(self, incident_id: str) -> Explanation:
         """What the incident record and the outbox hold about one incident."""
@@ -447,12 +449,11 @@ def _has_member(item: OutboxItem, incident: Incident) -> bool:
     )
 
 
-def _ref_text(ref: object) -> str | None:
+def _ref_text(ref: SinkRef | None) -> str | None:
+    """A GitHub issue's URL; a Slack thread's permalink when known, else ``channel/ts``."""
     if ref is None:
         return None
-    url = getattr(ref, "url", None)
-    key = getattr(ref, "key", None)
-    return str(url or key) if (url or key) else None
+    return ref.url or ref.key or None
 
 
 def _iso(when: datetime) -> str:
@@ -570,8 +571,11 @@ def build_server(
         model: Annotated[
             str | None, Field(description="Only this model's incidents: its urn or its name.")
         ] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=1000, description="At most this many incidents, newest first.")
+        ] = 100,
     ) -> IncidentList:
-        return await _run(partial(service.list_incidents, state, model))
+        return await _run(partial(service.list_incidents, state, model, limit))
 
     @server.tool(
         title="Explain an incident",
