@@ -385,7 +385,8 @@ class _Model:
             *self._svg(),
             "</div>",
             f'<p class="node-info" id="{self.anchor}-info" aria-live="polite">'
-            "Focus or click a node for its details; select a finding to highlight its path.</p>",
+            "Focus or click a node for its details (Enter opens it in DataHub when linked); select "
+            "a finding to highlight its path.</p>",
             *self._findings(),
             *self._gap_list(),
             f'<h3 id="{self.anchor}-timeline">Incident timeline</h3>',
@@ -446,7 +447,7 @@ class _Model:
         layout = self.layout
         lineage = self.report.lineage
         out = [
-            f'<svg class="lineage" xmlns="http://www.w3.org/2000/svg" width="{layout.width}" '
+            f'<svg class="lineage" width="{layout.width}" '
             f'height="{layout.height}" viewBox="0 0 {layout.width} {layout.height}" '
             f'aria-labelledby="{self.anchor}-svg-title"{self._opens_at()}>',
             f'<title id="{self.anchor}-svg-title">Upstream lineage of {_text(self.name)}: '
@@ -528,13 +529,13 @@ class _Model:
         )
         if gap:
             attrs += f' data-gap="{_text(gap)}"'
-        if link:
-            attrs += f' data-href="{_text(link)}"'
         out = [
             f"<g {attrs}>",
             f"<title>{chr(10).join(_text(line) for line in details)}</title>",
             f'<rect class="box" width="{placed.width}" height="{placed.height}" rx="5"/>',
-            f'<text class="label" x="10" y="17">{_text(_cut(name, _LABEL_CHARS))}</text>',
+            _linked(
+                link, f'<text class="label" x="10" y="17">{_text(_cut(name, _LABEL_CHARS))}</text>'
+            ),
             f'<text class="kind" x="10" y="32">{_text(f"{word} · {_risk_words(risk)}")}</text>',
         ]
         if gap:
@@ -746,6 +747,13 @@ def _curve(points: Sequence[tuple[int, int]]) -> str:
             d.append(f"C{x + bend} {y} {nx - bend} {ny} {nx} {ny}")
         x, y = nx, ny
     return "".join(d)
+
+
+def _linked(url: str | None, label: str) -> str:
+    """An SVG label as a link to ``url``; out of the tab order (Enter on the node follows it)."""
+    if not url:
+        return label
+    return f'<a href="{_text(url)}" tabindex="-1" target="_blank" rel="noreferrer">{label}</a>'
 
 
 def _link(url: str | None, label: str) -> str:
@@ -1002,8 +1010,10 @@ _SCRIPT = """
       node.addEventListener("focus", function () { describe(node); });
       node.addEventListener("click", function () { describe(node); });
       node.addEventListener("keydown", function (event) {
-        var href = node.getAttribute("data-href");
-        if (event.key === "Enter" && href) { window.open(href, "_blank", "noreferrer"); }
+        var link = node.querySelector("a[href]");
+        if (event.key === "Enter" && link) {
+          window.open(link.getAttribute("href"), "_blank", "noreferrer");
+        }
       });
     });
 
