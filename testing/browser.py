@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -293,3 +295,55 @@ def parse_css_colour(text: str) -> tuple[int, int, int]:
         r, g, b = (round(float(p)) for p in parts[:3])
         return r, g, b
     raise ValueError(f"{text!r} is not a colour this test reads (#rgb, #rrggbb, rgb())")
+
+
+# --- the demo's report
+
+
+DEMO_NOW = "2026-11-22T10:00:00Z"
+"""The clock of the report's scan: an hour after the demo's last scan, so ages are fixed."""
+DEMO_MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD)"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoReport:
+    """The demo's HTML report, and the same scan's JSON report to check it against."""
+
+    home: Path
+    html: Path
+    json: Path
+
+
+def build_demo_report(folder: Path) -> DemoReport:
+    """Run ``mlcopilot demo`` in ``folder``, then a dry-run scan writing HTML and JSON reports.
+
+    The demo leaves its catalog and its incidents (opened, one resolved); the scan reports on
+    them at :data:`DEMO_NOW` without changing them. Both run as a user would run them, in a
+    clean environment (no credentials, nothing sent).
+
+    Raises:
+        RuntimeError: a command failed (its stderr in the message).
+    """
+    home = folder / "demo"
+    html, report = folder / "report.html", folder / "report.json"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(folder),
+        "MLCOPILOT_HOME": str(home),
+        "DATAHUB_TELEMETRY_ENABLED": "false",
+        "COLUMNS": "120",
+    }
+    scan = ["scan", "--dry-run", "--now", DEMO_NOW, "--quiet"]
+    scan += ["--format", "html", "--output", str(html), "--format", "json", "--output", str(report)]
+    for args in (["demo", "--home", str(home)], scan):
+        done = subprocess.run(
+            [sys.executable, "-m", "mlcopilot", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env=env,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"mlcopilot {args[0]} failed ({done.returncode}): {done.stderr}")
+    return DemoReport(home=home, html=html, json=report)
