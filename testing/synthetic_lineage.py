@@ -30,6 +30,7 @@ from mlcopilot.scan import ScanResult
 
 NOW = datetime(2026, 11, 21, 9, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,big_model,PROD)"
+"""The model of :func:`big_scan` unless told another name."""
 _SEVERITIES = (Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW)
 
 
@@ -37,9 +38,35 @@ def _dataset(name: str) -> Urn:
     return f"urn:li:dataset:(urn:li:dataPlatform:hive,{name},PROD)"
 
 
-def big_scan(nodes: int = 1_000, *, features: int = 40, width: int = 120) -> ScanResult:
-    """A scan of one model whose lineage has ``nodes`` nodes (the model included)."""
-    graph: dict[Urn, Node] = {MODEL: Node(MODEL, EntityType.ML_MODEL, "big_model")}
+def big_scan(
+    nodes: int = 1_000, *, features: int = 40, width: int = 120, models: int = 1
+) -> ScanResult:
+    """A scan of ``models`` models whose lineages have ``nodes`` nodes each (model included).
+
+    The first model is :data:`MODEL`; the others are ``big_model_2``... over the same upstream.
+    """
+    report = _model_report(MODEL, nodes, features, width)
+    others = [
+        _model_report(MODEL.replace("big_model", f"big_model_{n}"), nodes, features, width)
+        for n in range(2, models + 1)
+    ]
+    reports = (report, *others)
+    opened = tuple(
+        _incident(f, NOW - timedelta(days=n)) for r in reports for n, f in enumerate(r.findings)
+    )
+    return ScanResult(
+        now=NOW,
+        catalog="lite:catalog.db",
+        models=reports,
+        changes=IncidentChanges(opened=opened),
+        writes=(),
+        dry_run=True,
+        run_id=None,
+    )
+
+
+def _model_report(model: Urn, nodes: int, features: int, width: int) -> ModelReport:
+    graph: dict[Urn, Node] = {model: Node(model, EntityType.ML_MODEL, model)}
     edges: list[Edge] = []
 
     def add(urn: Urn, kind: EntityType, name: str) -> None:
@@ -51,7 +78,7 @@ def big_scan(nodes: int = 1_000, *, features: int = 40, width: int = 120) -> Sca
     feature_urns = [f"urn:li:mlFeature:(big,feature_{i:03d})" for i in range(features)]
     for urn in feature_urns:
         add(urn, EntityType.ML_FEATURE, urn)
-        link(urn, MODEL, "feature")
+        link(urn, model, "feature")
     layer = []
     for i, feature in enumerate(feature_urns):
         if i % 13 == 12:  # every 13th feature has no source: a coverage gap
@@ -75,13 +102,13 @@ def big_scan(nodes: int = 1_000, *, features: int = 40, width: int = 120) -> Sca
                 link(upstream, layer[i % len(layer)], "dataset_upstream")
         layer = upper
     # A long edge: the model trained on a deep dataset directly.
-    link(layer[0], MODEL, "training_data")
-    paths = _paths(MODEL, edges)
+    link(layer[0], model, "training_data")
+    paths = _paths(model, edges)
     findings = tuple(
         Finding(
             check="schema_drift",
             severity=_SEVERITIES[n % 4],
-            model=MODEL,
+            model=model,
             entity=urn,
             field=f"column_{n}",
             message=f"column `column_{n}` was removed",
@@ -94,18 +121,8 @@ def big_scan(nodes: int = 1_000, *, features: int = 40, width: int = 120) -> Sca
         CoverageGap(feature_urns[i], "feature with no source dataset recorded")
         for i in range(12, features, 13)
     )
-    lineage = Lineage(MODEL, graph, tuple(edges), paths, truncated=True)
-    report = ModelReport(MODEL, lineage, findings, {}, gaps=gaps)
-    opened = tuple(_incident(f, NOW - timedelta(days=n)) for n, f in enumerate(findings))
-    return ScanResult(
-        now=NOW,
-        catalog="lite:catalog.db",
-        models=(report,),
-        changes=IncidentChanges(opened=opened),
-        writes=(),
-        dry_run=True,
-        run_id=None,
-    )
+    lineage = Lineage(model, graph, tuple(edges), paths, truncated=True)
+    return ModelReport(model, lineage, findings, {}, gaps=gaps)
 
 
 def _paths(root: Urn, edges: list[Edge]) -> dict[Urn, tuple[Urn, ...]]:

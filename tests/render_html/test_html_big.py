@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from itertools import combinations
 
 import pytest
 
 from mlcopilot.cli.render.html import OPEN_NODES, render_html
+from mlcopilot.model import IncidentChanges
 from mlcopilot.scan import ScanResult
 from testing.synthetic_lineage import big_scan
 from tests.render_html.dom import Element, parse
@@ -109,3 +111,28 @@ def test_a_small_graph_opens_whole() -> None:
 
 def test_the_same_result_renders_to_the_same_bytes(result: ScanResult) -> None:
     assert render_html(result) == render_html(big_scan(1_000))
+
+
+def test_several_models_each_have_their_section_graph_and_findings() -> None:
+    result = big_scan(60, models=3)
+    tree = parse(render_html(result))
+    sections = tree.find("section", "model")
+    assert [s.attrs["data-urn"] for s in sections] == [m.urn for m in result.models]
+    for section, report in zip(sections, result.models, strict=True):
+        assert len(section.find("g", "node")) == len(report.lineage.nodes)
+        rows = section.find("tr", "finding")
+        assert [r.attrs["data-incident"] for r in rows] == [f.id for f in report.findings]
+    ids = [e.attrs["id"] for e in tree.walk() if "id" in e.attrs]
+    assert len(ids) == len(set(ids))
+    links = [a.attrs["href"] for a in tree.find("nav")[0].find("a")]
+    assert links == [f"#{s.attrs['id']}" for s in sections]
+    data = json.loads(tree.find("script")[0].text)
+    assert [m["urn"] for m in data["models"]] == [m.urn for m in result.models]
+
+
+def test_a_scan_of_no_model_is_still_a_page() -> None:
+    empty = replace(big_scan(10), models=(), changes=IncidentChanges(), notes=("nothing here",))
+    tree = parse(render_html(empty))
+    assert not tree.find("section", "model")
+    assert "No model was scanned." in tree.find("main")[0].text
+    assert "nothing here" in tree.find("header")[0].text

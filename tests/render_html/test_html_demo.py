@@ -271,3 +271,16 @@ def test_report_needs_an_output(story: Path) -> None:
     ran = run_cli(story, "report")
     assert ran.code == 2
     assert "--output" in ran.stderr
+
+
+def test_report_before_any_scan_shows_the_findings_and_creates_no_state(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ok(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
+    page = tmp_path / "report.html"
+    ok(home, "report", "--now", DAY1, "--output", str(page))
+    assert not (home / "state.db").exists()
+    tree = parse(page.read_text(encoding="utf-8"))
+    states = {td.text for td in tree.find("td", "state")}
+    assert states == {"would open"}
+    [timeline] = tree.find("ol", "timeline")
+    assert [li.attrs.get("class") for li in timeline.find("li")] == ["empty"]

@@ -609,7 +609,7 @@ class _Model:
             f'<td title="{_text(finding.entity)}">{entity}</td>'
             f"<td>{field_cell}</td>"
             f'<td class="state">{_text(state)}</td>'
-            f"<td>{age}</td>"
+            f'<td class="age">{age}</td>'
             f"<td>{_text(finding.message)}</td></tr>"
         )
 
@@ -839,7 +839,7 @@ h2 { font-size: 1.2rem; margin: 0 0 .2rem; }
 h3 { font-size: 1rem; margin: 1.2rem 0 .4rem; }
 code { font: 12px/1.3 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 .urn code, .gaps code { overflow-wrap: anywhere; }
-td:first-child code { white-space: nowrap; }
+td:first-child code, td.age { white-space: nowrap; }
 a { color: #0b57d0; }
 section.model { border-top: 2px solid #d0d7de; margin-top: 1.5rem; padding-top: 1rem; }
 .summary p { margin: .3rem 0 0; font-weight: 600; }
