@@ -307,25 +307,28 @@ DEMO_MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD
 
 @dataclass(frozen=True, slots=True)
 class DemoReport:
-    """The demo's HTML report, and the same scan's JSON report to check it against."""
+    """The demo's HTML reports, and the same scan's JSON report to check them against."""
 
     home: Path
     html: Path
+    """``scan --format html``: the scan's picture."""
     json: Path
+    history: Path
+    """``mlcopilot report``: the same picture with the incidents' whole history."""
 
 
 def build_demo_report(folder: Path) -> DemoReport:
-    """Run ``mlcopilot demo`` in ``folder``, then a dry-run scan writing HTML and JSON reports.
+    """Run ``mlcopilot demo`` in ``folder``, a dry-run scan writing HTML and JSON, and ``report``.
 
-    The demo leaves its catalog and its incidents (opened, one resolved); the scan reports on
-    them at :data:`DEMO_NOW` without changing them. Both run as a user would run them, in a
-    clean environment (no credentials, nothing sent).
+    The demo leaves its catalog and its incidents (opened, one resolved); the scan and the
+    report show them at :data:`DEMO_NOW` without changing them. All run as a user would run
+    them, in a clean environment (no credentials, nothing sent).
 
     Raises:
         RuntimeError: a command failed (its stderr in the message).
     """
     home = folder / "demo"
-    html, report = folder / "report.html", folder / "report.json"
+    html, report, history = folder / "scan.html", folder / "scan.json", folder / "report.html"
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(folder),
@@ -335,7 +338,8 @@ def build_demo_report(folder: Path) -> DemoReport:
     }
     scan = ["scan", "--dry-run", "--now", DEMO_NOW, "--quiet"]
     scan += ["--format", "html", "--output", str(html), "--format", "json", "--output", str(report)]
-    for args in (["demo", "--home", str(home)], scan):
+    whole = ["report", "--now", DEMO_NOW, "--output", str(history)]
+    for args in (["demo", "--home", str(home)], scan, whole):
         done = subprocess.run(
             [sys.executable, "-m", "mlcopilot", *args],
             capture_output=True,
@@ -346,4 +350,4 @@ def build_demo_report(folder: Path) -> DemoReport:
         )
         if done.returncode != 0:
             raise RuntimeError(f"mlcopilot {args[0]} failed ({done.returncode}): {done.stderr}")
-    return DemoReport(home=home, html=html, json=report)
+    return DemoReport(home=home, html=html, json=report, history=history)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from mlcopilot.store import open_store
 from testing.browser import Chromium, OpenedPage, decode_png, parse_css_colour
 from tests.browser.conftest import Demo
 
@@ -316,3 +317,24 @@ def test_printed_every_node_is_there_in_colour_on_white(browser: Chromium, demo:
         assert printed.traffic.page_errors == []
     assert pdf.startswith(b"%PDF-")
     assert b"/Type /Page" in pdf
+
+
+def test_the_report_commands_page_has_the_whole_incident_history(
+    browser: Chromium, demo: Demo
+) -> None:
+    with open_store(f"sqlite:///{demo.files.home / 'state.db'}") as store:
+        incidents = store.incidents(include_resolved=True)
+    expected = {(i.id, "opened") for i in incidents}
+    expected |= {(i.id, "acknowledged") for i in incidents if i.acknowledged_at is not None}
+    expected |= {(i.id, "resolved") for i in incidents if i.resolved_at is not None}
+    assert any(event == "resolved" for _, event in expected)  # the demo resolves one
+    with browser.open(demo.files.history) as opened:
+        timeline = opened.page.evaluate(
+            "() => Array.from(document.querySelectorAll('ol.timeline li'))"
+            ".filter(li => li.getBoundingClientRect().height > 0)"
+            ".map(li => [li.dataset.incident, li.dataset.event])"
+        )
+        traffic = opened.traffic
+    assert {(incident, event) for incident, event in timeline} == expected
+    assert traffic.foreign == []
+    assert traffic.page_errors == []
