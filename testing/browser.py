@@ -112,8 +112,12 @@ class Chromium:
         *,
         media: Literal["screen", "print"] = "screen",
         viewport: tuple[int, int] = VIEWPORT,
+        init_script: str | None = None,
     ) -> Iterator[OpenedPage]:
-        """Load ``path`` from its ``file://`` URL with every other request refused and recorded."""
+        """Load ``path`` from its ``file://`` URL with every other request refused and recorded.
+
+        ``init_script`` runs in the page before any of its own (to watch what the page does).
+        """
         url = path.resolve().as_uri()
         traffic = Traffic(page_url=url)
         width, height = viewport
@@ -146,6 +150,8 @@ class Chromium:
             context.route("**/*", route)
             context.route_web_socket("**", websocket)
             context.on("request", seen)
+            if init_script is not None:
+                context.add_init_script(init_script)
             page = context.new_page()
             page.on("console", console)
             page.on("pageerror", lambda error: traffic.page_errors.append(str(error)))
