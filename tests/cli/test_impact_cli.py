@@ -197,6 +197,7 @@ def test_unpaired_formats_are_refused_before_the_catalog_is_read(demo: Path) -> 
         (("--schema-file", "nope.json"), "error: --schema-file nope.json: cannot read:"),
         (("--schema-file", CHANGE, "--drop", "plan"), "error: --schema-file: the changes are"),
         ((), "error: no change to preview: give --drop, --rename, --retype, --deprecate"),
+        (("--drop", "plan", "--format", "html"), "error: --format html: impact writes table,"),
         (("--deprecation-note", "x"), "error: --deprecation-note: only with --deprecate"),
         (("--deprecate", "--decommission", "soon"), "error: --decommission 'soon' is not an"),
     ],

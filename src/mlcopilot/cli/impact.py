@@ -26,6 +26,17 @@ if TYPE_CHECKING:
     from mlcopilot.preview import ImpactReport
 
 
+IMPACT_FORMATS = (
+    OutputFormat.table,
+    OutputFormat.json,
+    OutputFormat.markdown,
+    OutputFormat.junit,
+    OutputFormat.sarif,
+    OutputFormat.github,
+)
+"""The formats of ``scan`` that ``impact`` writes too."""
+
+
 @app.command("impact")
 def impact_command(
     dataset: Annotated[
@@ -147,6 +158,12 @@ def impact_command(
             "no change to preview: give --drop, --rename, --retype, --deprecate or --schema-file"
         )
     reports = _reports(output_format or [OutputFormat.table], output or [])
+    for each_format, _ in reports:
+        if each_format not in IMPACT_FORMATS:
+            raise UsageError(
+                f"--format {each_format.value}: impact writes "
+                + ", ".join(f.value for f in IMPACT_FORMATS)
+            )
     settings = command_settings(catalog, state_url)
     checks = configured_checks(settings)
     with opened_for_scan(settings, dry_run=True) as (cat, store):
