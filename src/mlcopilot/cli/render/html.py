@@ -553,7 +553,8 @@ class _Model:
                 shown = _cut(column.name, 17)
                 out.append(
                     f'<text class="column" x="10" y="{y}" data-column="{_text(column.name)}" '
-                    f'data-usage="{column.usage}"{change}>{_text(shown)} · '
+                    f'data-usage="{column.usage}" data-checks="{_text(" ".join(column.checks))}"'
+                    f"{change}>{_text(shown)} · "
                     f"{_USAGE_WORDS[column.usage]}</text>"
                 )
             if len(columns) > _COLUMNS_SHOWN:
@@ -998,6 +999,8 @@ _SCRIPT = """
         if (event.key === "Enter" || event.key === " " || event.key === "Spacebar") {
           event.preventDefault();
           select(row, index);
+        } else if (event.key === "Escape") {
+          clear();
         }
       });
     });
