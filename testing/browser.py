@@ -60,6 +60,9 @@ def find_chromium() -> str | None:
 
 def why_no_chromium() -> str:
     """The skip reason when :func:`find_chromium` finds nothing."""
+    named = os.environ.get(CHROMIUM_VARIABLE)
+    if named:
+        return f"{CHROMIUM_VARIABLE}={named}: no such file"
     return (
         "Debian's chromium is not installed (make test installs it with apt-get when run as "
         f"root; or set {CHROMIUM_VARIABLE} to a Chromium binary)"
