@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from mlcopilot.cli.render.graph_layout import Box, Layout, layered_layout
+from mlcopilot.cli.render.graph_layout import Box, Layout, Spacing, layered_layout
 
 BOX = Box(100, 30)
 
@@ -81,3 +81,37 @@ def test_repeats_self_loops_and_unknown_keys_are_ignored() -> None:
         "model", boxes, [("a", "model"), ("a", "model"), ("a", "a"), ("x", "a")]
     )
     assert list(layout.routes) == [("a", "model")]
+
+
+def _segments(layout: Layout) -> dict[int, list[tuple[int, int]]]:
+    """Each route's steps between two adjacent columns, by the step's left x: (y left, y right)."""
+    steps: dict[int, list[tuple[int, int]]] = {}
+    for route in layout.routes.values():
+        if route.reversed:
+            continue
+        for (x1, y1), (x2, y2) in zip(route.points, route.points[1:], strict=False):
+            if x1 != x2 and (x1, y1) != (x2, y2) and x2 - x1 < 2 * BOX.width:
+                steps.setdefault(x1, []).append((y1, y2))
+    return steps
+
+
+def test_the_crossings_reported_are_the_crossings_drawn() -> None:
+    # A pseudo-random layered graph with long edges (through dummies) and shared ends.
+    edges = [(f"f{i}", "model") for i in range(6)]
+    edges += [(f"d{i}", f"f{(i * 5) % 6}") for i in range(12)]
+    edges += [(f"s{i}", f"d{(i * 7) % 12}") for i in range(15)]
+    edges += [(f"s{i}", f"f{i % 6}") for i in range(0, 15, 4)]  # two layers long
+    layout = lay(edges)
+    drawn = 0
+    for steps in _segments(layout).values():
+        for (a1, a2), (b1, b2) in combinations(steps, 2):
+            drawn += (a1 - b1) * (a2 - b2) < 0
+    assert drawn == layout.crossings
+    assert layout.crossings < _crossings_in_input_order(edges)
+
+
+def _crossings_in_input_order(edges: list[tuple[str, str]]) -> int:
+    """What a layout with no ordering step would cross: the same graph with 0 sweeps."""
+    keys = dict.fromkeys(["model", *(k for edge in edges for k in edge)])
+    boxes = {key: BOX for key in keys}
+    return layered_layout("model", boxes, edges, Spacing(sweeps=0)).crossings
