@@ -12,8 +12,10 @@ import jsonschema
 import pytest
 
 from mlcopilot.cli.render.impact_report import impact_schema
+from standin.fixtures import StandInFactory
 from testing.builders import dataset, dataset_urn, ml_feature, ml_model, write_metadata_file
 from testing.installed_cli import Ran, run_cli
+from tests.catalog.datahub_backend import needs_standin
 from tests.conftest import DEMO_DATA
 
 NOW = "2026-11-20T09:00:00Z"
@@ -224,3 +226,18 @@ def test_the_preview_records_nothing(demo: Path) -> None:
     assert sorted(p.relative_to(demo) for p in demo.rglob("*")) == before
     again = impact(demo, "--drop", "signup_date", "--format", "json")
     assert again.json()["models"][0]["severity"] == "critical"
+
+
+@needs_standin
+def test_through_datahub_the_json_is_lites(standin_factory: StandInFactory, demo: Path) -> None:
+    """The same change previewed on the demo loaded into the stand-in GMS and into Lite."""
+    records = json.loads((DEMO_DATA / "01_catalog.json").read_text(encoding="utf-8"))
+    server = standin_factory(records)
+    args = ("--schema-file", CHANGE, "--deprecate", "--format", "json")
+    remote = impact(demo, "--catalog", f"datahub:{server.url}", *args)
+    assert remote.code == 0, remote.stderr
+    local = impact(demo, *args)
+    assert local.code == 0, local.stderr
+    keep = ("models", "changes", "summary", "dataset")
+    assert {k: remote.json()[k] for k in keep} == {k: local.json()[k] for k in keep}
+    assert remote.json()["summary"]["worst"] == "critical"
