@@ -194,7 +194,7 @@ def test_clicking_a_finding_lights_up_its_path_and_clicking_again_clears_it(
         assert page.evaluate(ON_PATH_JS) == {"nodes": [], "edges": [], "selected": []}
 
 
-def test_the_keyboard_reaches_a_finding_and_selects_it_with_enter_and_space(
+def test_the_keyboard_reaches_a_finding_selects_it_with_enter_and_space_escape_clears(
     opened: OpenedPage, demo: Demo
 ) -> None:
     page = opened.page
@@ -218,6 +218,8 @@ def test_the_keyboard_reaches_a_finding_and_selects_it_with_enter_and_space(
     # Space selects as Enter does, and the page does not scroll away instead.
     page.keyboard.press(" ")
     assert page.evaluate(ON_PATH_JS)["selected"] == [incident]
+    page.keyboard.press("Escape")
+    assert page.evaluate(ON_PATH_JS) == {"nodes": [], "edges": [], "selected": []}
 
 
 def test_search_marks_the_nodes_whose_name_matches(opened: OpenedPage, demo: Demo) -> None:
