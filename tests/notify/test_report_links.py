@@ -187,3 +187,15 @@ def test_config_show_lists_the_report_url_and_its_source(monkeypatch: pytest.Mon
         "value": REPORT,
         "source": "MLCOPILOT_REPORT_URL",
     }
+
+
+STORED = Path(__file__).parent / "stored"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in STORED.glob("*.json")))
+def test_rows_stored_before_the_links_read_back_without_one(name: str) -> None:
+    payload = json.loads((STORED / name).read_text(encoding="utf-8"))
+    assert "report" not in payload
+    notification = decode_notification(payload)
+    assert notification.report_urls == {}
+    assert "report" not in encode_notification(notification)
