@@ -284,3 +284,13 @@ def test_report_before_any_scan_shows_the_findings_and_creates_no_state(tmp_path
     assert states == {"would open"}
     [timeline] = tree.find("ol", "timeline")
     assert [li.attrs.get("class") for li in timeline.find("li")] == ["empty"]
+
+
+def test_report_on_an_unreachable_catalog_exits_3_and_writes_no_page(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    ran = run_cli(
+        tmp_path / "home", "report", "--catalog", "datahub:http://127.0.0.1:9", "-o", str(page)
+    )
+    assert ran.code == 3
+    assert ran.stderr.splitlines()[-1].startswith("error: cannot reach DataHub")
+    assert not page.exists()
