@@ -13,8 +13,8 @@ ones first: ``urn``, ``name``, ``affected``, ``severity``, ``features``, ``field
 from __future__ import annotations
 
 import json
-from datetime import UTC
 from collections.abc import Sequence
+from datetime import UTC
 from importlib import resources
 from typing import Any
 
