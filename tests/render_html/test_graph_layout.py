@@ -115,3 +115,17 @@ def _crossings_in_input_order(edges: list[tuple[str, str]]) -> int:
     keys = dict.fromkeys(["model", *(k for edge in edges for k in edge)])
     boxes = {key: BOX for key in keys}
     return layered_layout("model", boxes, edges, Spacing(sweeps=0)).crossings
+
+
+def _centre(layout: Layout, key: str) -> float:
+    placed = layout.nodes[key]
+    return placed.y + placed.height / 2
+
+
+def test_a_chain_is_drawn_straight_and_the_model_sits_between_what_feeds_it() -> None:
+    chain = lay([("a", "model"), ("b", "a"), ("c", "b")])
+    assert len({_centre(chain, key) for key in ("model", "a", "b", "c")}) == 1
+    fan = lay([("f1", "model"), ("f2", "model"), ("f3", "model"), ("d", "f3")])
+    features = [_centre(fan, f) for f in ("f1", "f2", "f3")]
+    assert abs(_centre(fan, "model") - sum(features) / 3) <= 1
+    assert abs(_centre(fan, "d") - _centre(fan, "f3")) <= 1  # level with what it feeds

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 Key = str
 """A node's identity (an urn)."""
@@ -105,7 +106,7 @@ def layered_layout(
     level = _levels(root, keys, forward)
     layers, down, up, chains = _with_dummies(keys, forward, level)
     crossings = _order(layers, down, up, spacing.sweeps)
-    ys = _rows(layers, down, boxes, spacing)
+    ys = _rows(layers, down, up, boxes, spacing)
     deepest = len(layers) - 1
     widest = max((box.width for box in boxes.values()), default=0)
     column = widest + spacing.layer_gap
@@ -340,30 +341,73 @@ def _inversions(values: Sequence[int], size: int) -> int:
 def _rows(
     layers: Sequence[Sequence[Key]],
     down: Mapping[Key, Sequence[Key]],
+    up: Mapping[Key, Sequence[Key]],
     boxes: Mapping[Key, Box],
     spacing: Spacing,
 ) -> dict[Key, int]:
-    """Each item's vertical centre: near its neighbours toward the model, never overlapping."""
-    ys: dict[Key, int] = {}
+    """Each item's vertical centre: near its neighbours, in its layer's order, never overlapping.
+
+    A pass outward from the model places each layer by its neighbours toward the model; a
+    pass back and another outward then place each by its neighbours on both sides. Each layer
+    goes where its items are, in total, closest to where they want to be (least squares) with
+    the order kept and the gaps respected.
+    """
+    ys: dict[Key, float] = {}
     for layer in layers:
-        wanted: list[float] = []
-        for at, key in enumerate(layer):
-            near = [ys[n] for n in down.get(key, ()) if n in ys]
-            wanted.append(sum(near) / len(near) if near else float(at * spacing.row_gap))
-        placed: list[float] = []
-        for at, key in enumerate(layer):
-            y = wanted[at]
-            if placed:
-                previous = layer[at - 1]
-                gap = spacing.row_gap if _real(key) and _real(previous) else spacing.row_gap // 2
-                least = placed[-1] + (_height(previous, boxes) + _height(key, boxes)) / 2 + gap
-                y = max(y, least)
-            placed.append(y)
-        # Packing only pushes down: shift the layer back up by its mean displacement.
-        shift = sum(p - w for p, w in zip(placed, wanted, strict=True)) / max(len(placed), 1)
-        for key, y in zip(layer, placed, strict=True):
-            ys[key] = round(y - shift)
-    return ys
+        _place(layer, _wanted(layer, down, ys, spacing), boxes, spacing, ys)
+    both = {key: [*down[key], *up[key]] for layer in layers for key in layer}
+    for layer in [*reversed(layers[1:]), *layers[1:]]:
+        _place(layer, _wanted(layer, both, ys, spacing), boxes, spacing, ys)
+    # The model's layer last, between what feeds it.
+    _place(layers[0], _wanted(layers[0], up, ys, spacing), boxes, spacing, ys)
+    return {key: round(y) for key, y in ys.items()}
+
+
+def _wanted(
+    layer: Sequence[Key],
+    neighbours: Mapping[Key, Sequence[Key]],
+    ys: Mapping[Key, float],
+    spacing: Spacing,
+) -> list[float]:
+    wanted = []
+    for at, key in enumerate(layer):
+        near = [ys[n] for n in neighbours.get(key, ()) if n in ys]
+        if near:
+            wanted.append(sum(near) / len(near))
+        else:  # nothing placed to go by: where it is, or in order from the top
+            wanted.append(ys.get(key, float(at * spacing.row_gap)))
+    return wanted
+
+
+def _place(
+    layer: Sequence[Key],
+    wanted: Sequence[float],
+    boxes: Mapping[Key, Box],
+    spacing: Spacing,
+    ys: dict[Key, float],
+) -> None:
+    """Centres for ``layer`` minimising the squared distance to ``wanted``, in order, apart.
+
+    With ``offset[i]`` the least distance from the first centre to the i-th, the centres are
+    ``offset[i] + z[i]`` for a non-decreasing ``z``: the best ``z`` is the isotonic regression
+    of ``wanted[i] - offset[i]``, found by pooling adjacent violators.
+    """
+    offsets = [0.0]
+    for previous, key in pairwise(layer):
+        gap = spacing.row_gap if _real(key) and _real(previous) else spacing.row_gap // 2
+        offsets.append(offsets[-1] + (_height(previous, boxes) + _height(key, boxes)) / 2 + gap)
+    blocks: list[list[float]] = []  # [sum, count] of pooled targets
+    for target in (w - o for w, o in zip(wanted, offsets, strict=True)):
+        blocks.append([target, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
+            total, size = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += size
+    at = 0
+    for total, size in blocks:
+        for _ in range(int(size)):
+            ys[layer[at]] = total / size + offsets[at]
+            at += 1
 
 
 def _real(key: Key) -> bool:
