@@ -10,8 +10,9 @@ Sugiyama's method, small and hand-written (no layout library, no JavaScript):
    sees them and they bend around the nodes rather than through them.
 4. Order within each layer: barycentre sweeps, down and up, keeping the order with the
    fewest crossings (counted exactly, by inversions).
-5. Coordinates: a layer's x from its number; y from the neighbours toward the model (their
-   mean), packed so no two items overlap.
+5. Coordinates: a layer's x from its number; y where the layer's items come, in total,
+   closest to the mean of their neighbours' (least squares, the order kept, no overlap):
+   outward from the model, then back and out again looking both ways.
 
 The same input (the same nodes and edges in the same order) gives the same layout, to the
 pixel: every choice breaks ties by input order, and coordinates are integers.
