@@ -317,6 +317,7 @@ class _Model:
         self.known = known
         self.links = links
         self.anchor = f"model-{number}"
+        self.opened = {incident.id for incident in result.changes.opened}
         self.name = short_name(report.urn)
         lineage = report.lineage
         self.risk = _risks(report)
@@ -584,7 +585,7 @@ class _Model:
     def _finding_row(self, finding: Finding) -> str:
         incident = self.known.get(finding.id)
         state = incident.state.value if incident is not None else "open"
-        new = incident is not None and incident in self.result.changes.opened
+        new = finding.id in self.opened
         if new:
             state = "would open" if self.result.dry_run else "new"
         age = _age(self.result.now - incident.opened_at) if incident is not None else "—"
