@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pytest
 
 from mlcopilot.catalog.lite import open_lite_catalog
+from mlcopilot.checks import builtin_infos
 from mlcopilot.cli.render.html import EDGE_KINDS, RISKS
 from mlcopilot.protocols import WalkLimits
 from testing.installed_cli import run_cli
@@ -294,3 +295,20 @@ def test_report_on_an_unreachable_catalog_exits_3_and_writes_no_page(tmp_path: P
     assert ran.code == 3
     assert ran.stderr.splitlines()[-1].startswith("error: cannot reach DataHub")
     assert not page.exists()
+
+
+def test_each_finding_says_why_it_matters_what_to_do_and_its_evidence(
+    pages: dict[str, Any],
+) -> None:
+    infos = builtin_infos()
+    findings = pages["json"]["models"][0]["findings"]
+    for name in ("scan", "report"):
+        rows = parse(pages[name]).find("tr", "finding")
+        for row, finding in zip(rows, findings, strict=True):
+            [details] = row.find("details")
+            text = " ".join(dd.text for dd in details.find("dd"))
+            info = infos[finding["check"]]
+            assert info.why in text
+            assert info.action in text
+            for key in finding["evidence"]:
+                assert f"{key}: " in details.find("pre")[0].text

@@ -67,6 +67,7 @@ def report_command(
         scanned = {report.urn for report in result.models}
         history = [i for i in store.incidents(include_resolved=True) if i.model in scanned]
         links = report_links(store, notify.datahub_url)
-    page = render_html(result, history=history, links=links, title="mlcopilot report")
+    infos = [check.info for check in checks]
+    page = render_html(result, history=history, links=links, checks=infos, title="mlcopilot report")
     write_output(path, page)
     print_summary(Closing(result, None, time.monotonic() - started), err)

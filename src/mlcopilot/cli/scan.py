@@ -268,7 +268,7 @@ def _render(
     if output_format is OutputFormat.html:
         from mlcopilot.cli.render.html import render_html
 
-        return render_html(closing.result, closing=closing, links=links)
+        return render_html(closing.result, closing=closing, links=links, checks=checks)
     if output_format is OutputFormat.junit:
         from mlcopilot.cli.render.junit import render_junit
 

@@ -36,6 +36,7 @@ from mlcopilot.cli.render.graph_layout import Box, Layout, Placed, Route, layere
 from mlcopilot.cli.render.summary import Closing, summary_lines
 from mlcopilot.impact import column_usage
 from mlcopilot.model import (
+    CheckInfo,
     EdgeKind,
     EntityType,
     Finding,
@@ -45,6 +46,7 @@ from mlcopilot.model import (
     Node,
     Severity,
     Urn,
+    plain_json,
 )
 from mlcopilot.names import short_name
 from mlcopilot.notify.sinks.content import entity_url
@@ -161,6 +163,16 @@ def _text(value: str) -> str:
     return html.escape(inert(value), quote=True)
 
 
+def _shown(value: object) -> str:
+    """An evidence value: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _text_block(value: str) -> str:
+    """Catalog text kept on its lines (for ``<pre>``), otherwise as :func:`_text`."""
+    return "\n".join(_text(line) for line in value.split("\n"))
+
+
 def _cut(value: str, limit: int) -> str:
     value = inert(value)
     return value if len(value) <= limit else value[: limit - 1] + "…"
@@ -182,6 +194,7 @@ def render_html(
     closing: Closing | None = None,
     history: Sequence[Incident] | None = None,
     links: ReportLinks | None = None,
+    checks: Sequence[CheckInfo] = (),
     title: str = "mlcopilot scan",
 ) -> str:
     """The report page of ``result``.
@@ -192,6 +205,8 @@ def render_html(
         history: The incidents whose events make the timeline (``mlcopilot report``: the
             store's); default: the incidents this scan opened, saw again or resolved.
         links: DataHub's UI and GitHub issues, where known.
+        checks: What the checks say of their findings (why it matters, what to do), shown
+            with each finding of theirs; a check not given gets only its evidence shown.
         title: The page's heading.
     """
     # Without the time taken: the same scan renders to the same bytes.
@@ -199,7 +214,10 @@ def render_html(
     links = links or ReportLinks()
     known = _incidents(result, history)
     timeline = list(history) if history is not None else list(known.values())
-    models = [_Model(i, report, result, known, links) for i, report in enumerate(result.models)]
+    infos = {info.name: info for info in checks}
+    models = [
+        _Model(i, report, result, known, links, infos) for i, report in enumerate(result.models)
+    ]
     when = _when(result.now)
     data = {
         "version": 1,
@@ -310,8 +328,10 @@ class _Model:
         result: ScanResult,
         known: Mapping[str, Incident],
         links: ReportLinks,
+        infos: Mapping[str, CheckInfo],
     ) -> None:
         self.number = number
+        self.infos = infos
         self.report = report
         self.result = result
         self.known = known
@@ -612,8 +632,23 @@ class _Model:
             f"<td>{field_cell}</td>"
             f'<td class="state">{_text(state)}</td>'
             f'<td class="age">{age}</td>'
-            f"<td>{_text(finding.message)}</td></tr>"
+            f"<td>{_text(finding.message)}{self._details(finding)}</td></tr>"
         )
+
+    def _details(self, finding: Finding) -> str:
+        """Why it matters, what to do and the evidence, folded under the message."""
+        info = self.infos.get(finding.check)
+        items = []
+        if info is not None:
+            items.append(f"<dt>Why it matters</dt><dd>{_text(info.why)}</dd>")
+            items.append(f"<dt>What to do</dt><dd>{_text(info.action)}</dd>")
+        evidence = plain_json(finding.evidence)
+        if isinstance(evidence, Mapping) and evidence:
+            lines = "\n".join(f"{key}: {_shown(value)}" for key, value in sorted(evidence.items()))
+            items.append(f"<dt>Evidence</dt><dd><pre>{_text_block(lines)}</pre></dd>")
+        if not items:
+            return ""
+        return f"<details><summary>details</summary><dl>{''.join(items)}</dl></details>"
 
     def _gap_list(self) -> list[str]:
         report = self.report
@@ -912,6 +947,12 @@ td.severity { font-weight: 700; background: var(--swatch); }
 .timeline li[data-event="opened"] .event { color: #b71c1c; }
 .dry { color: var(--muted); font-style: italic; }
 .gaps li { margin: .15rem 0; }
+table.findings details { margin-top: .2rem; color: var(--muted); }
+table.findings summary { cursor: pointer; }
+table.findings dl { margin: .2rem 0 0; }
+table.findings dt { font-weight: 600; color: var(--ink); }
+table.findings dd { margin: 0 0 .3rem; }
+table.findings pre { margin: 0; font-size: 11px; white-space: pre-wrap; overflow-wrap: anywhere; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11px; }
   .search, .controls, .node-info { display: none; }
@@ -993,10 +1034,11 @@ _SCRIPT = """
 
     section.querySelectorAll("tr.finding").forEach(function (row, index) {
       row.addEventListener("click", function (event) {
-        if (event.target.closest("a")) { return; }
+        if (event.target.closest("a, details")) { return; }
         select(row, index);
       });
       row.addEventListener("keydown", function (event) {
+        if (event.target !== row) { return; }  // a link's or the details' own keys
         if (event.key === "Enter" || event.key === " " || event.key === "Spacebar") {
           event.preventDefault();
           select(row, index);
@@ -1105,6 +1147,10 @@ _SCRIPT = """
       var back = section.printRestore();
       section.collapseTo(null);
       return back;
+    });
+    document.querySelectorAll("details:not([open])").forEach(function (details) {
+      details.open = true;
+      restore.push(function () { details.open = false; });
     });
   });
   window.addEventListener("afterprint", function () {
