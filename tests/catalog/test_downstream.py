@@ -241,3 +241,21 @@ def test_requests_grow_with_levels_not_models(tmp_path: Path) -> None:
             assert found == sorted(model_urn(f"m{i}") for i in range(models))
             counts[models] = len(catalog.server.requests)
     assert counts[60] == counts[3]
+
+
+@needs_standin
+def test_a_model_added_since_the_last_walk_is_found(tmp_path: Path) -> None:
+    from datahub.emitter.rest_emitter import DatahubRestEmitter
+
+    catalog = standin_catalog(tmp_path, estate(2))
+    with catalog:
+        assert catalog.downstream_models(RAW) == [model_urn("m0"), model_urn("m1")]
+        emitter = DatahubRestEmitter(catalog.server.url)
+        for mcp in ml_model("late", features=[feature_urn("features", "f0")]):
+            emitter.emit(mcp)
+        emitter.close()
+        assert catalog.downstream_models(RAW) == [
+            model_urn("late"),
+            model_urn("m0"),
+            model_urn("m1"),
+        ]

@@ -17,6 +17,12 @@ upstream of it in ``ceil(N / page)`` requests, fetched in batches. The walk then
 cache; anything the prefetch missed (a partial scroll, an index lagging behind) is fetched by
 the walk itself, so the result never depends on DataHub's lineage index being complete.
 
+The reverse walk (which models read an entity, :mod:`mlcopilot.downstream`) asks DataHub's
+relationship index who names a whole level upstream, in batched ``relationships(INCOMING)``
+queries, and reads those readers' edges from their aspects like the upstream walk's; the
+training-data hop, which DataHub indexes nowhere, is every model's ``mlModelTrainingData``
+read once per walk and reversed.
+
 Every urn is fetched and translated once per catalog instance (one scan); the versions read
 for training-time schemas are kept too, so models sharing a dataset read its history once.
 Writes re-read what they change.
@@ -283,7 +289,7 @@ class DataHubCatalog(ClosedOnExit):
         self._versions: dict[tuple[Urn, str, int], _Version | None] = {}
         self._scrolled: dict[tuple[Urn, tuple[str, ...]], list[Urn]] = {}
         self._readers: dict[Urn, list[Urn]] = {}
-        """Who names each urn upstream (incoming :data:`~queries.READERS`), once read."""
+        """Who names each urn upstream (incoming :data:`~queries.READERS`); once per walk."""
         self._trained_on: dict[Urn, list[Edge]] | None = None
         """Every model's ``training_data`` edges by dataset; read once per reverse walk."""
         self.skipped_writes: tuple[Write, ...] = ()
@@ -387,13 +393,16 @@ class DataHubCatalog(ClosedOnExit):
     def downstream_models(self, urn: Urn, limits: WalkLimits | None = None) -> list[Urn]:
         """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`).
 
-        Every model's training data is read afresh for each call (it has no index to ask).
+        Who reads each urn and every model's training data are read afresh for each call,
+        so a model added since the last call is found; the entities themselves are this
+        instance's (one scan's) view, as for :meth:`lineage`.
         """
-        self.forget_training_data()
+        self.start_reverse_walk()
         return downstream_models_of(self, urn, limits or WalkLimits())
 
-    def forget_training_data(self) -> None:
-        """Read every model's training data again at the next reverse walk that needs it."""
+    def start_reverse_walk(self) -> None:
+        """Forget who reads what and what models trained on: the next walk reads them again."""
+        self._readers.clear()
         self._trained_on = None
 
     def prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None:

@@ -327,9 +327,9 @@ class McpCatalog(ClosedOnExit):
         """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`).
 
         The models are those :meth:`models` would list (exist, not soft-deleted); the walk
-        itself is the SDK's, with every model's training data read afresh for each call.
+        itself is the SDK's, with readers and training data read afresh for each call.
         """
-        self._sdk.forget_training_data()
+        self._sdk.start_reverse_walk()
         return downstream_models_of(self, urn, limits or WalkLimits())
 
     def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
