@@ -136,3 +136,16 @@ def test_a_scan_of_no_model_is_still_a_page() -> None:
     assert not tree.find("section", "model")
     assert "No model was scanned." in tree.find("main")[0].text
     assert "nothing here" in tree.find("header")[0].text
+
+
+def test_a_nodes_details_name_its_owners() -> None:
+    result = big_scan(20)
+    report = result.models[0]
+    urn = list(report.lineage.nodes)[1]
+    owners = ("urn:li:corpuser:jdoe", "urn:li:corpGroup:data-eng")
+    nodes = {**report.lineage.nodes, urn: replace(report.lineage.nodes[urn], owners=owners)}
+    owned = replace(report, lineage=replace(report.lineage, nodes=nodes))
+    tree = parse(render_html(replace(result, models=(owned,))))
+    titles = {n.attrs["data-urn"]: n.find("title")[0].text for n in tree.find("g", "node")}
+    assert "owners: jdoe, data-eng" in titles[urn].splitlines()
+    assert all("owners:" not in text for u, text in titles.items() if u != urn)

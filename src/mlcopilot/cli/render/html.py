@@ -538,6 +538,8 @@ class _Model:
         details = [name, f"{word} · {_risk_words(risk)}", urn]
         if not node.exists:
             details.append("not in the catalog (referenced by lineage only)")
+        if node.owners:
+            details.append("owners: " + ", ".join(short_name(owner) for owner in node.owners))
         if gap:
             details.append(f"coverage gap: {gap}")
         for reason in self.report.unknown.get(urn, ()):
