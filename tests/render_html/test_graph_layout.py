@@ -129,3 +129,12 @@ def test_a_chain_is_drawn_straight_and_the_model_sits_between_what_feeds_it() ->
     features = [_centre(fan, f) for f in ("f1", "f2", "f3")]
     assert abs(_centre(fan, "model") - sum(features) / 3) <= 1
     assert abs(_centre(fan, "d") - _centre(fan, "f3")) <= 1  # level with what it feeds
+
+
+def test_a_model_alone_and_an_empty_graph_are_laid_out() -> None:
+    alone = layered_layout("model", {"model": BOX}, [])
+    assert alone.levels == 1
+    assert alone.nodes["model"].x >= 0
+    assert alone.width >= BOX.width
+    empty = layered_layout("model", {}, [])
+    assert empty.nodes == {}

@@ -393,6 +393,8 @@ def _place(
     ``offset[i] + z[i]`` for a non-decreasing ``z``: the best ``z`` is the isotonic regression
     of ``wanted[i] - offset[i]``, found by pooling adjacent violators.
     """
+    if not layer:
+        return
     offsets = [0.0]
     for previous, key in pairwise(layer):
         gap = spacing.row_gap if _real(key) and _real(previous) else spacing.row_gap // 2
