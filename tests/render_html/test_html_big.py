@@ -15,7 +15,7 @@ from itertools import combinations
 import pytest
 
 from mlcopilot.cli.render.html import OPEN_NODES, render_html
-from mlcopilot.model import IncidentChanges
+from mlcopilot.model import Edge, IncidentChanges
 from mlcopilot.scan import ScanResult
 from testing.synthetic_lineage import big_scan
 from tests.render_html.dom import Element, parse
@@ -149,3 +149,18 @@ def test_a_nodes_details_name_its_owners() -> None:
     titles = {n.attrs["data-urn"]: n.find("title")[0].text for n in tree.find("g", "node")}
     assert "owners: jdoe, data-eng" in titles[urn].splitlines()
     assert all("owners:" not in text for u, text in titles.items() if u != urn)
+
+
+def test_an_edge_closing_a_cycle_is_drawn_and_marked() -> None:
+    result = big_scan(20)
+    report = result.models[0]
+    feature_source = next(e for e in report.lineage.edges if e.kind == "feature_source")
+    # The feature feeding its own source dataset: a cycle.
+    back = Edge(feature_source.upstream, feature_source.downstream, "job_input")
+    cyclic = replace(report, lineage=replace(report.lineage, edges=(*report.lineage.edges, back)))
+    tree = parse(render_html(replace(result, models=(cyclic,))))
+    edges = tree.find("g", "edge")
+    assert len(edges) == len(cyclic.lineage.edges)
+    marked = [(e.attrs["data-from"], e.attrs["data-to"]) for e in edges if "data-cycle" in e.attrs]
+    assert len(marked) == 1
+    assert set(marked[0]) == {feature_source.upstream, feature_source.downstream}
