@@ -4,9 +4,10 @@ Per model: its upstream graph as inline SVG, laid out in Python (:mod:`.graph_la
 model at the right, upstream to the left), so the picture is there without JavaScript; nodes
 coloured by their worst finding, edges labelled by kind, the affected columns on dataset
 nodes, coverage gaps and a truncated walk marked on the nodes. Then the findings (incident
-id, state, age), the coverage gaps and the incident timeline. A small inline script adds the
-interaction only: select a finding (click, Enter or Space) to highlight its path, search the
-nodes, collapse the layers far from the model.
+id, state, age; why it matters, what to do, the evidence), the coverage gaps and the incident
+timeline. A small inline script adds the interaction only: select a finding (click, Enter or
+Space) to highlight its path, search the nodes, collapse the layers far from the model (a
+graph of more than :data:`OPEN_NODES` opens so), describe a focused node.
 
 The file fetches nothing: no ``src=``, stylesheet link, ``url()`` or ``@import``; the only
 addresses are ``<a href>`` links to DataHub's UI and GitHub issues. The data the script needs
@@ -16,8 +17,9 @@ catalog text goes through :func:`inert` (control, bidi override and isolate, zer
 other invisible characters removed) and :func:`html.escape`. The same scan renders to the
 same bytes: nothing depends on the time of rendering, the machine or hash order.
 
-The DOM is a contract the browser tests read (classes and ``data-`` attributes): see
-``tests/render_html``. Edge kinds are written as :data:`EDGE_KINDS` names them.
+The DOM is a contract the tests read (classes and ``data-`` attributes): ``tests/render_html``
+without a browser, ``tests/browser`` in Chromium. Edge kinds are written as :data:`EDGE_KINDS`
+names them.
 """
 
 from __future__ import annotations
