@@ -131,28 +131,33 @@ class Worker:
     # --- the scanner
 
     def _scanner(self) -> None:
-        from mlcopilot.wiring import configured_checks, open_catalog, open_state
+        from mlcopilot.wiring import configured_checks, open_state
 
         checks = configured_checks(self._settings)
         while not self._stop.is_set():
             try:
-                catalog = open_catalog(self._settings.catalog_spec, self._settings)
                 store = open_state(self._settings, create=True)
-            except Exception as exc:  # the database or catalog is down: say so, try again
-                self._say(f"watch: cannot open the catalog or state database: {exc}")
+            except Exception as exc:  # the database is down: say so, try again
+                self._say(f"watch: cannot open the state database: {exc}")
                 self._stop.wait(self._options.retry_backoff.total_seconds())
                 continue
             try:
                 while not self._stop.is_set():
-                    if not self.run_once(catalog, store, checks):
+                    if not self.run_once(store, checks):
                         self._work.wait(POLL)
                         self._work.clear()
             finally:
                 store.close()
-                catalog.close()
 
-    def run_once(self, catalog: Catalog, store: StateStore, checks: Sequence[object]) -> bool:
-        """Claim one batch of due requests and scan it; False when nothing was due."""
+    def run_once(self, store: StateStore, checks: Sequence[object]) -> bool:
+        """Claim one batch of due requests and scan it; False when nothing was due.
+
+        Each scan reads a catalog opened for it: a catalog caches what it read for its
+        lifetime (one scan's walks share entities), so a catalog kept from the previous scan
+        would answer a rescan with the metadata from before the change that asked for it.
+        """
+        from mlcopilot.wiring import open_catalog
+
         now = _now()
         try:
             claimed = store.claim_rescans(
@@ -166,7 +171,11 @@ class Worker:
             return False
         self._hold(claimed)
         try:
-            self._scan(catalog, store, checks, claimed, now)
+            catalog = open_catalog(self._settings.catalog_spec, self._settings)
+            try:
+                self._scan(catalog, store, checks, claimed, now)
+            finally:
+                catalog.close()
         except Exception as exc:
             self.failures += 1
             self._failed(store, claimed, exc)
@@ -271,33 +280,41 @@ class Worker:
     # --- the relay
 
     def _relay(self) -> None:
+        from mlcopilot.model import OutboxStatus
         from mlcopilot.notify.delivery import relay
         from mlcopilot.notify.sinks.config import NotifySettings
         from mlcopilot.wiring import open_catalog, open_state
 
         notify = NotifySettings.from_settings(self._settings)
+        undelivered = [OutboxStatus.PENDING, OutboxStatus.SENDING]
         while not self._stop.is_set():
             try:
-                catalog = open_catalog(self._settings.catalog_spec, self._settings)
                 store = open_state(self._settings, create=True)
             except Exception as exc:
-                self._say(f"watch: the relay cannot open the catalog or state database: {exc}")
+                self._say(f"watch: the relay cannot open the state database: {exc}")
                 self._stop.wait(self._options.retry_backoff.total_seconds())
                 continue
             try:
-                relaying, _ = relay(notify, catalog, store, SystemClock())
                 while not self._stop.is_set():
                     # Rows come due after a scan (now) or later (group_wait, retries).
                     self._deliver.wait(POLL)
                     self._deliver.clear()
-                    if not relaying.run().ok:
-                        self._say("watch: some deliveries failed; they stay in the outbox")
+                    if not store.outbox(statuses=undelivered, limit=1):
+                        continue
+                    # A catalog per pass, as per scan: the write-back reads what DataHub
+                    # holds now, not what an earlier pass cached.
+                    catalog = open_catalog(self._settings.catalog_spec, self._settings)
+                    try:
+                        relaying, _ = relay(notify, catalog, store, SystemClock())
+                        if not relaying.run().ok:
+                            self._say("watch: some deliveries failed; they stay in the outbox")
+                    finally:
+                        catalog.close()
             except Exception as exc:
                 self._say(f"watch: delivering the outbox failed: {exc}")
                 self._stop.wait(POLL)
             finally:
                 store.close()
-                catalog.close()
 
 
 def _reasons(claimed: Sequence[RescanRequest]) -> str:
