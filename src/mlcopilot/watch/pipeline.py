@@ -20,6 +20,7 @@ This module imports no DataHub Actions code: the config is plain data.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Final
@@ -112,7 +113,7 @@ def _source(settings: Settings) -> dict[str, Any]:
             "connection": {
                 "bootstrap": watch.bootstrap,
                 "schema_registry_url": watch.schema_registry_url,
-                "consumer_config": {"auto.offset.reset": watch.offset_reset},
+                "consumer_config": _consumer_config(settings),
             },
             "topic_routes": {
                 "pe": watch.platform_event_topic,
@@ -122,6 +123,23 @@ def _source(settings: Settings) -> dict[str, Any]:
             "async_commit_enabled": False,
         },
     }
+
+
+MAX_POLL_INTERVAL_MS: Final = 300_000
+"""How long one event may take in ``act()`` before Kafka drops the consumer from its group:
+Kafka's own default, not the Kafka source's 10 s. ``act()`` waits for the state database
+(retried with backoff, the event unacked): a SQLite database busy with a scan's commit, a
+PostgreSQL failover. Past 10 s the group would rebalance and the pending commit fail, for a
+wait the consumer is allowed to ride out. A dead watcher is still noticed by the session
+timeout (heartbeats run apart from ``act()``)."""
+
+
+def _consumer_config(settings: Settings) -> dict[str, Any]:
+    config: dict[str, Any] = {"auto.offset.reset": settings.watch.offset_reset}
+    # The config wins over KAFKA_PROPERTIES_* in the Kafka source: set only what they do not.
+    if not os.environ.get("KAFKA_PROPERTIES_MAX_POLL_INTERVAL_MS"):
+        config["max.poll.interval.ms"] = str(MAX_POLL_INTERVAL_MS)
+    return config
 
 
 def _filter(aspects: Sequence[str]) -> dict[str, Any]:
