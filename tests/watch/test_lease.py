@@ -92,7 +92,7 @@ def test_a_live_watchers_long_scan_keeps_its_claim_and_a_killed_ones_is_taken(
     with postgres as pg:
         if pg is not None:
             home.env["MLCOPILOT_STATE_URL"] = home.state_url = pg
-        watcher = _start(home, events, f"--lease={WIRE_LEASE_S}s")
+        watcher = start_watcher(home, events, f"--lease={WIRE_LEASE_S}s")
         try:
             server.write(demo_records("02_schema_change.json"))
             server.latency = SLOW_S  # DataHub is slow now: the rescan takes minutes
@@ -127,7 +127,7 @@ def demo_records(*names: str) -> list[dict[str, Any]]:
     return [r for n in names for r in json.loads((DEMO_DATA / n).read_text(encoding="utf-8"))]
 
 
-def _start(home: Home, events: Events, *extra: str) -> WatchProcess:
+def start_watcher(home: Home, events: Events, *extra: str) -> WatchProcess:
     """``mlcopilot watch EXTRA`` started, its startup scan committed and delivered."""
     env = {**home.env, "MLCOPILOT_HOME": str(home.path)}
     watcher = WatchProcess([str(MLCOPILOT)], env, home.path.parent / "first.log", *extra)
