@@ -62,6 +62,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.signals
 	$(BIN)/python -m benchmarks.freshness
 	$(BIN)/python -m benchmarks.downstream
+	$(BIN)/python -m benchmarks.watch
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
