@@ -18,7 +18,7 @@ from xml.etree import ElementTree as ET
 import pytest
 import yaml
 
-from mlcopilot.cli.scan import OutputFormat
+from mlcopilot.cli.scan_guard import OutputFormat
 from mlcopilot.model import Severity
 from standin.fixtures import StandInFactory
 from testing.installed_cli import MLCOPILOT

@@ -360,16 +360,21 @@ def write_output(output: Path | None, text: str) -> None:
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
+    write_atomically(output, text)
+    err.print(f"Written to {escape(str(output))}.")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a temp file renamed over it)."""
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=output.parent, delete=False, suffix=".tmp"
+            "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
         ) as tmp:
             tmp.write(text)
-        os.replace(tmp.name, output)
+        os.replace(tmp.name, path)
     except OSError as exc:
-        raise UsageError(f"--output {output}: cannot write: {exc.strerror}") from exc
-    err.print(f"Written to {escape(str(output))}.")
+        raise UsageError(f"--output {path}: cannot write: {exc.strerror}") from exc
 
 
 def rendered(draw: Callable[[Console], None]) -> str:

@@ -15,9 +15,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mlcopilot.cli._app import CatalogOption, StateOption, app, command_settings, err, out
-from mlcopilot.cli.scan import OutputFormat, _reports, _write_atomically
-from mlcopilot.cli.scan_guard import opened_for_scan, scan_clock, walk_limits
+from mlcopilot.cli._app import (
+    CatalogOption,
+    StateOption,
+    app,
+    command_settings,
+    err,
+    out,
+    write_atomically,
+)
+from mlcopilot.cli.scan_guard import (
+    OutputFormat,
+    opened_for_scan,
+    paired_reports,
+    scan_clock,
+    walk_limits,
+)
 from mlcopilot.errors import UsageError
 from mlcopilot.model import Severity
 
@@ -157,7 +170,7 @@ def impact_command(
         raise UsageError(
             "no change to preview: give --drop, --rename, --retype, --deprecate or --schema-file"
         )
-    reports = _reports(output_format or [OutputFormat.table], output or [])
+    reports = paired_reports(output_format or [OutputFormat.table], output or [])
     for each_format, _ in reports:
         if each_format not in IMPACT_FORMATS:
             raise UsageError(
@@ -180,7 +193,7 @@ def impact_command(
     *others, last = sorted(reports, key=lambda pair: pair[1] is None)
     for each_format, path in others:
         if path is not None:
-            _write_atomically(path, _render(report, each_format, infos, fail_on))
+            write_atomically(path, _render(report, each_format, infos, fail_on))
             if not quiet:
                 err.print(f"Report written to {path}")
     each_format, path = last
@@ -198,7 +211,7 @@ def impact_command(
             sys.stdout.write(text)
             err.print(closing, soft_wrap=True, markup=False)
         else:
-            _write_atomically(path, text)
+            write_atomically(path, text)
             if not quiet:
                 err.print(f"Report written to {path}")
             out.print(closing, soft_wrap=True, markup=False)
@@ -252,7 +265,7 @@ def _render(
     checks: list[CheckInfo],
     fail_on: Severity | None,
 ) -> str:
-    """The report in one format (a table bound for a file is markdown: ``_reports`` says so)."""
+    """The report in one format (``paired_reports`` turns a table bound for a file to markdown)."""
     from mlcopilot.cli.render import impact_report
 
     if output_format is OutputFormat.json:

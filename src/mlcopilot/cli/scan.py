@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,8 +22,15 @@ from mlcopilot.cli._app import (
     command_settings,
     err,
     out,
+    write_atomically,
 )
-from mlcopilot.cli.scan_guard import opened_for_scan, report_path, scan_clock, walk_limits
+from mlcopilot.cli.scan_guard import (
+    OutputFormat,
+    opened_for_scan,
+    paired_reports,
+    scan_clock,
+    walk_limits,
+)
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
 from mlcopilot.model import Severity
@@ -39,18 +43,6 @@ if TYPE_CHECKING:
     from mlcopilot.model import CheckInfo
     from mlcopilot.protocols import StateStore
     from mlcopilot.scan import Progress as ScanProgress
-
-
-class OutputFormat(StrEnum):
-    """Report formats of ``scan``."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    junit = "junit"
-    sarif = "sarif"
-    github = "github"
-    html = "html"
 
 
 @app.command("scan")
@@ -172,7 +164,7 @@ def scan_command(
     if write_back is not None:
         notify = replace(notify, write_back=write_back)
     checks = configured_checks(settings)
-    reports = _reports(output_format or [OutputFormat.table], output or [])
+    reports = paired_reports(output_format or [OutputFormat.table], output or [])
     with (
         opened_for_scan(settings, dry_run=dry_run) as (cat, store),
         _progress(quiet=quiet) as progress,
@@ -192,10 +184,10 @@ def scan_command(
     # The report for stdout (or else the last one) is emitted last, with the closing summary.
     *others, last = sorted(reports, key=lambda pair: pair[1] is None)
     for each_format, path in others:
-        if path is None:  # never: _reports lets at most one report go to stdout
+        if path is None:  # never: paired_reports lets at most one report go to stdout
             continue
         text = _render(closing, each_format, json_version, infos, fail_on, links)
-        _write_atomically(path, text or "")
+        write_atomically(path, text or "")
         if not quiet:
             err.print(f"Report written to {path}")
     text = _render(closing, last[0], json_version, infos, fail_on, links)
@@ -204,34 +196,6 @@ def scan_command(
         raise typer.Exit(1)
     if result.relay is not None and not result.relay.ok:
         raise typer.Exit(5)
-
-
-def _reports(
-    formats: Sequence[OutputFormat], outputs: Sequence[Path]
-) -> list[tuple[OutputFormat, Path | None]]:
-    """Each report asked for and where it goes (None: stdout), checked before the scan.
-
-    One ``--format`` takes at most one ``--output``; several pair up in order, and at most one
-    of them may go to stdout. A table bound for a file is written as markdown.
-    """
-    if (len(formats) > 1 or len(outputs) > 1) and len(formats) != len(outputs):
-        raise UsageError(
-            f"{len(formats)} --format and {len(outputs)} --output: "
-            "with several, give them in pairs (--format json --output r.json --format "
-            "sarif --output r.sarif; - for stdout)"
-        )
-    paths = [report_path(path) for path in outputs] or [None]
-    if sum(path is None for path in paths) > 1:
-        raise UsageError("only one report can go to stdout: give the others an --output file")
-    reports: list[tuple[OutputFormat, Path | None]] = []
-    for each_format, path in zip(formats, paths, strict=True):
-        if path is not None and each_format is OutputFormat.table:
-            err.print(
-                f"The report goes to {escape(str(path))} as markdown (tables are for terminals)."
-            )
-            each_format = OutputFormat.markdown
-        reports.append((each_format, path))
-    return reports
 
 
 def _gate_rules(
@@ -322,7 +286,7 @@ def _emit(text: str | None, output: Path | None, closing: Closing, *, quiet: boo
     result = closing.result
     if text is None:
         if output is not None:
-            _write_atomically(output, render_markdown(result, closing))
+            write_atomically(output, render_markdown(result, closing))
         elif not quiet:
             print_scan(result, out)
         print_summary(closing, out)
@@ -330,25 +294,12 @@ def _emit(text: str | None, output: Path | None, closing: Closing, *, quiet: boo
     if output is None:
         sys.stdout.write(text)
     else:
-        _write_atomically(output, text)
+        write_atomically(output, text)
         if not quiet:
             err.print(f"Report written to {output}")
     if result.relay is not None and not quiet:
         print_relay(result.relay, err)
     print_summary(closing, err if output is None else out)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all (a temp file renamed over it)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
-        ) as tmp:
-            tmp.write(text)
-        os.replace(tmp.name, path)
-    except OSError as exc:
-        raise UsageError(f"--output {path}: cannot write: {exc.strerror}") from exc
 
 
 @contextmanager

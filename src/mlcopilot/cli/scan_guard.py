@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from mlcopilot.cli._app import parse_now
+from rich.markup import escape
+
+from mlcopilot.cli._app import err, parse_now
 from mlcopilot.errors import UsageError
 
 if TYPE_CHECKING:
@@ -94,3 +97,43 @@ def opened_for_scan(settings: Settings, *, dry_run: bool) -> Iterator[tuple[Cata
             store.close()
     finally:
         cat.close()
+
+
+class OutputFormat(StrEnum):
+    """Report formats of ``scan`` (``impact`` offers all but html)."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    junit = "junit"
+    sarif = "sarif"
+    github = "github"
+    html = "html"
+
+
+def paired_reports(
+    formats: Sequence[OutputFormat], outputs: Sequence[Path]
+) -> list[tuple[OutputFormat, Path | None]]:
+    """Each report asked for and where it goes (None: stdout), checked before the scan.
+
+    One ``--format`` takes at most one ``--output``; several pair up in order, and at most one
+    of them may go to stdout. A table bound for a file is written as markdown.
+    """
+    if (len(formats) > 1 or len(outputs) > 1) and len(formats) != len(outputs):
+        raise UsageError(
+            f"{len(formats)} --format and {len(outputs)} --output: "
+            "with several, give them in pairs (--format json --output r.json --format "
+            "sarif --output r.sarif; - for stdout)"
+        )
+    paths = [report_path(path) for path in outputs] or [None]
+    if sum(path is None for path in paths) > 1:
+        raise UsageError("only one report can go to stdout: give the others an --output file")
+    reports: list[tuple[OutputFormat, Path | None]] = []
+    for each_format, path in zip(formats, paths, strict=True):
+        if path is not None and each_format is OutputFormat.table:
+            err.print(
+                f"The report goes to {escape(str(path))} as markdown (tables are for terminals)."
+            )
+            each_format = OutputFormat.markdown
+        reports.append((each_format, path))
+    return reports
