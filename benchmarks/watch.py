@@ -348,6 +348,7 @@ class State:
         from sqlalchemy import create_engine
 
         self.url = url
+        self.path = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
         self.engine = create_engine(url)
         self.since = datetime.now(UTC)
         """Incidents opened before this are not the ones measured."""
@@ -367,6 +368,8 @@ class State:
         """A scan committed, no rescan request, no undelivered outbox row."""
         from sqlalchemy.exc import DBAPIError
 
+        if self.path is not None and (not self.path.exists() or not self.path.stat().st_size):
+            return False  # not created yet: connecting would make an empty file the watcher refuses
         try:
             runs = self.count("SELECT count(*) FROM scan_runs")
             return (
@@ -702,7 +705,8 @@ def main(argv: list[str] | None = None) -> int:
                     profile=args.profile,
                 )
             )
-    JSON_OUT.write_text(json.dumps(results, indent=1), encoding="utf-8")
+            # after each run: a later run that fails loses only itself
+            JSON_OUT.write_text(json.dumps(results, indent=1), encoding="utf-8")
     block = render(results)
     print(block)
     if not args.no_write:
