@@ -28,7 +28,10 @@ from testing.browser import (
 )
 
 
-@pytest.fixture(scope="session")
+# Package, not session: while Playwright's sync API is started, its event loop counts as
+# running in the main thread, and every later test that runs a loop of its own (DataHub's
+# ingestion, the MCP client) would fail with "This event loop is already running".
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Chromium]:
     executable = find_chromium()
     if executable is None:
