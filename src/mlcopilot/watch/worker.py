@@ -77,12 +77,16 @@ class Worker:
         options: WorkerOptions,
         *,
         say: Say = log.info,
+        warn: Say = log.warning,
         owner: str | None = None,
     ) -> None:
         self._settings = settings
         self._index = index
         self._options = options
         self._say = say
+        """Progress (a scan's counts): shown with ``--verbose``."""
+        self._warn = warn
+        """Problems the worker rides out (retries, a lost claim): always shown."""
         self.owner = owner or owner_name()
         self._stop = threading.Event()
         self._work = threading.Event()
@@ -140,7 +144,7 @@ class Worker:
             try:
                 store = open_state(self._settings, create=True)
             except Exception as exc:  # the database is down: say so, try again
-                self._say(f"watch: cannot open the state database: {exc}")
+                self._warn(f"watch: cannot open the state database: {exc}")
                 self._stop.wait(self._options.retry_backoff.total_seconds())
                 continue
             try:
@@ -166,7 +170,7 @@ class Worker:
                 owner=self.owner, now=now, lease=self._options.lease, limit=BATCH
             )
         except Exception as exc:
-            self._say(f"watch: cannot claim rescan requests: {exc}")
+            self._warn(f"watch: cannot claim rescan requests: {exc}")
             self._stop.wait(POLL)
             return False
         if not claimed:
@@ -209,10 +213,10 @@ class Worker:
                         held, owner=self.owner, now=_now(), lease=self._options.lease
                     )
                 except Exception as exc:  # the next renewal tries again, within the lease
-                    self._say(f"watch: cannot renew the lease of the scan in progress: {exc}")
+                    self._warn(f"watch: cannot renew the lease of the scan in progress: {exc}")
                     continue
                 if kept < len(held):
-                    self._say(
+                    self._warn(
                         f"watch: {len(held) - kept} of {len(held)} request(s) in progress were "
                         "taken by another watcher after this one missed its renewals"
                     )
@@ -267,7 +271,7 @@ class Worker:
         wait = min(
             self._options.retry_backoff * (2**attempts), max(cap, self._options.retry_backoff)
         )
-        self._say(
+        self._warn(
             f"watch: rescan of {len(claimed)} request(s) failed, retrying in "
             f"{int(wait.total_seconds())}s: {exc}"
         )
@@ -277,7 +281,7 @@ class Worker:
                 claimed, owner=self.owner, error=str(exc), now=now, retry_at=now + wait
             )
         except Exception as again:  # the lease expires and another claim retries it
-            self._say(f"watch: cannot record the failed rescan: {again}")
+            self._warn(f"watch: cannot record the failed rescan: {again}")
 
     # --- the relay
 
@@ -293,7 +297,7 @@ class Worker:
             try:
                 store = open_state(self._settings, create=True)
             except Exception as exc:
-                self._say(f"watch: the relay cannot open the state database: {exc}")
+                self._warn(f"watch: the relay cannot open the state database: {exc}")
                 self._stop.wait(self._options.retry_backoff.total_seconds())
                 continue
             try:
@@ -309,11 +313,11 @@ class Worker:
                     try:
                         relaying, _ = relay(notify, catalog, store, SystemClock())
                         if not relaying.run().ok:
-                            self._say("watch: some deliveries failed; they stay in the outbox")
+                            self._warn("watch: some deliveries failed; they stay in the outbox")
                     finally:
                         catalog.close()
             except Exception as exc:
-                self._say(f"watch: delivering the outbox failed: {exc}")
+                self._warn(f"watch: delivering the outbox failed: {exc}")
                 self._stop.wait(POLL)
             finally:
                 store.close()
