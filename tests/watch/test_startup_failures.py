@@ -78,7 +78,7 @@ def test_catalog_unreadable_at_the_start_up_walk(home: Home) -> None:
 def test_a_missing_lite_catalog(home: Home, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "catalog.db"
     ran = watch(home, MLCOPILOT_CATALOG=f"lite:{missing}")
-    assert ran.code != 0, ran.stderr
+    assert ran.code == 2, ran.stderr
     [line] = error_lines(ran)
     assert str(missing) in line, line
     assert not missing.exists()
