@@ -1,9 +1,11 @@
 """The watcher's worker: claims rescan requests and runs the ordinary scan of those models.
 
-Three threads in the watch process, each with its own catalog and state store connections:
+Three threads in the watch process, each with its own state store connection:
 
 - the *scanner* claims due requests (its own and any other watcher's on the same database),
-  scans the claimed models exactly as ``mlcopilot scan --model ... --no-deliver`` would, which
+  opens a catalog for the scan (a catalog caches what it read: a kept one would answer with
+  the metadata from before the change), scans the claimed models exactly as
+  ``mlcopilot scan --model ... --no-deliver`` would, which
   commits incidents and outbox rows in one transaction, then completes the requests. A scan
   that fails leaves them to retry with backoff (``watch.retry_backoff``, doubled per failure,
   at most the rescan interval). The request :data:`~mlcopilot.protocols.ALL_MODELS` is the
@@ -13,7 +15,8 @@ Three threads in the watch process, each with its own catalog and state store co
   holds, so a scan longer than the lease is never taken over by a second watcher while this
   one is alive; once it dies (SIGKILL, a lost node) renewals stop and the lease runs out.
 - the *relay* delivers the outbox (write-back, GitHub, Slack) as ``mlcopilot outbox deliver``
-  does, under the outbox's leases, so several watchers deliver each row once.
+  does, under the outbox's leases, so several watchers deliver each row once; a catalog per
+  pass with rows to deliver, for the same reason.
 
 Every scan's walks refresh the :class:`~mlcopilot.downstream.DownstreamIndex` the action
 reads.
