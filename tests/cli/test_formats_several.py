@@ -5,7 +5,9 @@ installed command.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -69,3 +71,26 @@ def test_unpaired_or_two_stdout_reports_are_refused_before_scanning(
     # Refused before the scan: nothing was recorded, so a later scan still opens them.
     later = run_cli(demo, "scan", "--now", DAY1, "--format", "json")
     assert len(later.json()["incidents"]["opened"]) == 3
+
+
+def test_report_files_get_the_umask_mode_and_keep_a_replaced_files(
+    demo: Path, tmp_path: Path
+) -> None:
+    # Written through a private temp file, yet meant to be read, attached or served.
+    fresh, kept = tmp_path / "fresh.json", tmp_path / "kept.sarif"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    umask = os.umask(0o022)
+    try:
+        ran = run_cli(
+            demo,
+            *("scan", "--now", DAY1, "--dry-run"),
+            *("--format", "json", "--output", str(fresh)),
+            *("--format", "sarif", "--output", str(kept)),
+        )
+    finally:
+        os.umask(umask)
+    assert ran.code == 0, ran.stderr
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    assert json.loads(kept.read_text())["version"] == "2.1.0"

@@ -372,9 +372,22 @@ def write_atomically(path: Path, text: str) -> None:
             "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
         ) as tmp:
             tmp.write(text)
+        # The temp file is private (0600); a report is meant to be read, attached or served,
+        # so it gets the mode any new file would: the umask's (or the file's it replaces).
+        os.chmod(tmp.name, _mode_for(path))
         os.replace(tmp.name, path)
     except OSError as exc:
         raise UsageError(f"--output {path}: cannot write: {exc.strerror}") from exc
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions ``path`` has, or a new file would get under the process's umask."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)  # reading the umask means setting it; put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def rendered(draw: Callable[[Console], None]) -> str:
