@@ -331,9 +331,7 @@ def test_the_mcp_tools_do_the_mcp_work(servers: Servers) -> None:
     catalog.close()
 
 
-def test_request_counts_on_a_generated_catalog(
-    servers: Servers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_request_counts_on_a_generated_catalog(servers: Servers, tmp_path: Path) -> None:
     """Requests a whole scan's reads cost, MCP vs SDK, on a model with ~300 upstream entities."""
     mcps = generated_mcps(tmp_path)
     counts: dict[str, Counter[str]] = {}
@@ -348,9 +346,6 @@ def test_request_counts_on_a_generated_catalog(
         sizes[name] = len(catalog.lineage(model, WalkLimits()).nodes)
         counts[name] = operations(server)
         catalog.close()
-    with capsys.disabled():
-        for name, seen in counts.items():
-            print(f"\n{name}: {sizes[name]} nodes, {sum(seen.values())} requests: {dict(seen)}")
     assert sizes["mcp"] == sizes["datahub"] > 250
     assert counts["mcp"]["GetEntityLineage"] <= 3
     assert sum(counts["mcp"].values()) <= sum(counts["datahub"].values()) + 8
