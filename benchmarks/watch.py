@@ -402,6 +402,7 @@ def run(
     duration: float,
     *,
     postgres: bool = False,
+    slack: bool = True,
     keep: bool = False,
     profile: Path | None = None,
 ) -> dict[str, Any]:
@@ -414,8 +415,9 @@ def run(
             from testing.postgres import fresh_schema
 
             with fresh_schema("mlc_bench_watch") as url:
-                return _run(rate, duration, n, lite, workdir, url, profile)
-        return _run(rate, duration, n, lite, workdir, f"sqlite:///{workdir / 'state.db'}", profile)
+                return _run(rate, duration, n, lite, workdir, url, profile, slack)
+        sqlite = f"sqlite:///{workdir / 'state.db'}"
+        return _run(rate, duration, n, lite, workdir, sqlite, profile, slack)
     finally:
         if keep:
             log(f"watch: work directory kept: {workdir}")
@@ -431,6 +433,7 @@ def _run(
     workdir: Path,
     state_url: str,
     profile: Path | None,
+    notify: bool = True,
 ) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     slack = FakeSlack()
@@ -450,7 +453,7 @@ def _run(
         home.mkdir()
         env = {
             **os.environ,
-            **notify_env(slack=slack),
+            **notify_env(slack=slack if notify else None),
             **watch_env(broker, registry.url, topics, group),
             "MLCOPILOT_HOME": str(home),
             "MLCOPILOT_CATALOG": f"datahub:{server['url']}",
@@ -487,7 +490,9 @@ def _run(
                 deadline = time.monotonic() + DRAIN_S
                 while time.monotonic() < deadline and process.poll() is None:
                     received = slack_received(slack)
-                    if len(observer.committed_at) >= n and all(u in received for u in published):
+                    if len(observer.committed_at) >= n and (
+                        not notify or all(u in received for u in published)
+                    ):
                         break
                     time.sleep(0.5)
                 drained_at = time.time()
@@ -520,6 +525,7 @@ def _run(
         "models_per_scan": statistics.mean(scans) if scans else None,
         "scan_s": percentiles([seconds for _, seconds in runs]),
         "state": state.url.split(":")[0].split("+")[0],
+        "notify": notify,
         "backlog": backlog_trend(observer.samples, last_publish),
         "samples": observer.samples,
     }
@@ -656,7 +662,8 @@ def render(results: list[dict[str, Any]]) -> str:
 
 
 def _label(r: dict[str, Any]) -> str:
-    return f"{r['rate']:.0f}/s, {STATE_NAMES.get(r.get('state', ''), '?')}"
+    no_slack = "" if r.get("notify", True) else ", no Slack sink"
+    return f"{r['rate']:.0f}/s, {STATE_NAMES.get(r.get('state', ''), '?')}{no_slack}"
 
 
 def _quad(p: dict[str, Any]) -> str:
@@ -674,6 +681,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print, do not edit RESULTS.md")
     parser.add_argument("--keep", action="store_true", help="keep the watcher's log and state")
     parser.add_argument("--profile", type=Path, help="cProfile the watcher's main thread here")
+    parser.add_argument(
+        "--no-slack", action="store_true", help="no Slack sink: the write-back alone is delivered"
+    )
     parser.add_argument(
         "--state",
         choices=("sqlite", "postgresql"),
@@ -702,6 +712,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.duration,
                     postgres=state == "postgresql",
                     keep=args.keep,
+                    slack=not args.no_slack,
                     profile=args.profile,
                 )
             )
