@@ -165,6 +165,22 @@ StateOption = Annotated[
         show_default=False,
     ),
 ]
+NowOption = Annotated[
+    str | None, typer.Option(help="The clock, ISO-8601 (default: now).", show_default=False)
+]
+"""``--now`` of the commands that scan (``scan``, ``impact``, ``report``)."""
+MaxHopsOption = Annotated[int, typer.Option(help="Cap on lineage hops from each model.")]
+"""``--max-hops`` of the commands that walk lineage (default 50: give it in the signature)."""
+MaxNodesOption = Annotated[int, typer.Option(help="Cap on nodes walked per model.")]
+"""``--max-nodes`` of the commands that walk lineage (default 10 000: in the signature)."""
+OutputsOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        help="Write the report to this file instead of stdout (- for stdout). With several "
+        "--format, one --output each, in the same order.",
+    ),
+]
+"""``--output`` paired with ``--format`` (``scan``, ``impact``): see ``paired_reports``."""
 ConfigOption = Annotated[
     Path | None,
     typer.Option(

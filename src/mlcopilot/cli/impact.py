@@ -17,6 +17,10 @@ import typer
 
 from mlcopilot.cli._app import (
     CatalogOption,
+    MaxHopsOption,
+    MaxNodesOption,
+    NowOption,
+    OutputsOption,
     StateOption,
     app,
     command_settings,
@@ -112,9 +116,7 @@ def impact_command(
     ] = None,
     catalog: CatalogOption = None,
     state_url: StateOption = None,
-    now: Annotated[
-        str | None, typer.Option(help="The clock, ISO-8601 (default: now).", show_default=False)
-    ] = None,
+    now: NowOption = None,
     output_format: Annotated[
         list[OutputFormat] | None,
         typer.Option(
@@ -124,13 +126,7 @@ def impact_command(
             show_default=False,
         ),
     ] = None,
-    output: Annotated[
-        list[Path] | None,
-        typer.Option(
-            help="Write the report to this file instead of stdout (- for stdout). With several "
-            "--format, one --output each, in the same order.",
-        ),
-    ] = None,
+    output: OutputsOption = None,
     fail_on: Annotated[
         Severity | None,
         typer.Option(help="Exit 1 when a model would be affected at or above this severity."),
@@ -139,8 +135,8 @@ def impact_command(
         bool,
         typer.Option("--quiet", "-q", help="Print only the closing line and errors."),
     ] = False,
-    max_hops: Annotated[int, typer.Option(help="Cap on lineage hops from each model.")] = 50,
-    max_nodes: Annotated[int, typer.Option(help="Cap on nodes walked per model.")] = 10_000,
+    max_hops: MaxHopsOption = 50,
+    max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Preview which models a change to a dataset would break, and how badly."""
     from mlcopilot.cli.render.impact_report import headline

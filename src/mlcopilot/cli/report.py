@@ -15,7 +15,17 @@ from typing import Annotated
 
 import typer
 
-from mlcopilot.cli._app import CatalogOption, StateOption, app, command_settings, err, write_output
+from mlcopilot.cli._app import (
+    CatalogOption,
+    MaxHopsOption,
+    MaxNodesOption,
+    NowOption,
+    StateOption,
+    app,
+    command_settings,
+    err,
+    write_output,
+)
 from mlcopilot.cli.scan_guard import opened_for_scan, report_path, scan_clock, walk_limits
 
 
@@ -37,11 +47,9 @@ def report_command(
     ] = None,
     catalog: CatalogOption = None,
     state_url: StateOption = None,
-    now: Annotated[
-        str | None, typer.Option(help="The clock, ISO-8601 (default: now).", show_default=False)
-    ] = None,
-    max_hops: Annotated[int, typer.Option(help="Cap on lineage hops from the model.")] = 50,
-    max_nodes: Annotated[int, typer.Option(help="Cap on nodes walked per model.")] = 10_000,
+    now: NowOption = None,
+    max_hops: MaxHopsOption = 50,
+    max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Write an offline HTML report: each model's lineage drawn, its findings and incidents."""
     from mlcopilot.cli.render.html import render_html, report_links

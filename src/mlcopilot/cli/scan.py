@@ -17,6 +17,10 @@ from mlcopilot.cli._app import (
     AnnouncedWaits,
     CatalogOption,
     Every,
+    MaxHopsOption,
+    MaxNodesOption,
+    NowOption,
+    OutputsOption,
     StateOption,
     app,
     command_settings,
@@ -53,9 +57,7 @@ def scan_command(
     ] = None,
     catalog: CatalogOption = None,
     state_url: StateOption = None,
-    now: Annotated[
-        str | None, typer.Option(help="The clock, ISO-8601 (default: now).", show_default=False)
-    ] = None,
+    now: NowOption = None,
     output_format: Annotated[
         list[OutputFormat] | None,
         typer.Option(
@@ -69,13 +71,7 @@ def scan_command(
             show_default=False,
         ),
     ] = None,
-    output: Annotated[
-        list[Path] | None,
-        typer.Option(
-            help="Write the report to this file instead of stdout (- for stdout). With several "
-            "--format, one --output each, in the same order.",
-        ),
-    ] = None,
+    output: OutputsOption = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Write nothing; show what would be written.")
     ] = False,
@@ -131,8 +127,8 @@ def scan_command(
             "is still written).",
         ),
     ] = False,
-    max_hops: Annotated[int, typer.Option(help="Cap on lineage hops from the model.")] = 50,
-    max_nodes: Annotated[int, typer.Option(help="Cap on nodes walked per model.")] = 10_000,
+    max_hops: MaxHopsOption = 50,
+    max_nodes: MaxNodesOption = 10_000,
     deliver: Annotated[
         bool,
         typer.Option(
