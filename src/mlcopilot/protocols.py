@@ -286,6 +286,13 @@ class StateStore(OutboxStore, Protocol):
         """Open, unacknowledged notification groups (of ``models``), with refs and incidents."""
         ...
 
+    def incident_refs(self, sink: SinkName) -> dict[tuple[str, int], SinkRef]:
+        """Each incident occurrence's group reference in ``sink``, by ``(id, generation)``.
+
+        Read-only, and whatever the state: acknowledged and resolved incidents included.
+        """
+        ...
+
     def outbox(
         self, *, statuses: Sequence[OutboxStatus] | None = None, limit: int = 200
     ) -> list[OutboxItem]:

@@ -68,3 +68,55 @@ def test_findings_link_their_github_issue(
         links = _issue_links(page)
         assert {href for hrefs in links.values() for href in hrefs} == expected
         assert all(len(hrefs) == 1 for hrefs in links.values())
+
+
+def _timeline_links(page: Path) -> dict[tuple[str, str], list[str]]:
+    events = parse(page.read_text(encoding="utf-8")).find("li")
+    return {
+        (li.attrs["data-incident"], li.attrs["data-event"]): [
+            a.attrs["href"] for a in li.find("a") if a.attrs["href"].startswith("https://github")
+        ]
+        for li in events
+        if "data-event" in li.attrs
+    }
+
+
+def test_an_acknowledged_then_resolved_incident_keeps_its_issue_link(
+    common: tuple[FakeGitHub, list[str]], tmp_path: Path
+) -> None:
+    github, options = common
+    state = options[options.index("--state-url") :][:2]
+    runner = CliRunner()
+    page = tmp_path / "report.html"
+
+    def report() -> None:
+        ran = runner.invoke(app, ["report", *options, "--output", str(page)])
+        assert ran.exit_code == 0, ran.output
+
+    scanned = runner.invoke(app, ["scan", *options, "--now", DAY1], catch_exceptions=False)
+    assert scanned.exit_code == 0, scanned.output
+    report()
+    before = _issue_links(page)
+    incident, (issue,) = next((i, hrefs) for i, hrefs in sorted(before.items()) if hrefs)
+    assert issue in {f"https://github.com/o/r/issues/{n}" for n in github.issues}
+
+    acked = runner.invoke(app, ["incidents", "ack", incident, "--by", "alice", *state])
+    assert acked.exit_code == 0, acked.output
+    report()
+    assert _issue_links(page)[incident] == [issue]
+    assert _timeline_links(page)[(incident, "opened")] == [issue]
+    assert _timeline_links(page)[(incident, "acknowledged")] == [issue]
+
+    args = ["incidents", "resolve", incident, "--reason", "fixed upstream", *options]
+    resolved = runner.invoke(app, args)
+    assert resolved.exit_code == 0, resolved.output
+    report()
+    timeline = _timeline_links(page)
+    for event in ("opened", "acknowledged", "resolved"):
+        assert timeline[(incident, event)] == [issue], event
+    # Its risk is still in the catalog, so the report's scan would open it again: a new
+    # occurrence, not yet reported anywhere, shown without the old issue.
+    row = parse(page.read_text(encoding="utf-8")).find("tr", "finding")
+    state_cell = {r.attrs["data-incident"]: r for r in row}[incident].find("td", "state")
+    assert [td.text for td in state_cell] == ["would open"]
+    assert _issue_links(page)[incident] == []

@@ -538,6 +538,11 @@ class SqlStore(ClosedOnExit):
         with self._read("reading notification groups") as conn:
             return groups_sql.watched(conn, models)
 
+    def incident_refs(self, sink: SinkName) -> dict[tuple[str, int], SinkRef]:
+        """Each incident occurrence's group reference in ``sink``, whatever its state."""
+        with self._read("reading sink references") as conn:
+            return groups_sql.incident_refs(conn, sink)
+
     def _apply_plan(
         self, conn: Connection, planned: notify_sql.Plan, *, now: datetime, run_id: int | None
     ) -> None:

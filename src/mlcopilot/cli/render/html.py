@@ -114,24 +114,22 @@ class ReportLinks:
     """Where the page may link to: DataHub's UI (``datahub.ui_url``) and known GitHub issues."""
 
     datahub_url: str | None = None
-    issues: Mapping[str, str] = field(default_factory=dict)
-    """Incident id to the URL of its GitHub issue."""
+    issues: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    """An incident occurrence, ``(id, generation)``, to the URL of its group's GitHub issue."""
 
 
 def report_links(store: StateStore, datahub_url: str | None) -> ReportLinks:
-    """The links the store knows: each watched incident's GitHub issue, with DataHub's UI.
+    """The links the store knows: each incident occurrence's GitHub issue, with DataHub's UI.
 
-    Only groups still open and unacknowledged are watched (``StateStore.watched_groups``), so
-    an acknowledged or resolved incident is shown without its issue link.
+    Every state counts (``StateStore.incident_refs``): an acknowledged or resolved incident
+    keeps the link to the issue it was reported in. Only ``https://`` addresses are kept.
     """
-    issues: dict[str, str] = {}
-    for group in store.watched_groups():
-        ref = group.refs.get("github")
-        if ref is None or not ref.url or not ref.url.startswith("https://"):
-            continue
-        for incident in group.incidents:
-            issues.setdefault(incident.id, ref.url)
-    return ReportLinks(datahub_url=datahub_url, issues=dict(sorted(issues.items())))
+    issues = {
+        occurrence: ref.url
+        for occurrence, ref in sorted(store.incident_refs("github").items())
+        if ref.url and ref.url.startswith("https://")
+    }
+    return ReportLinks(datahub_url=datahub_url, issues=issues)
 
 
 def inert(text: str) -> str:
@@ -257,7 +255,7 @@ def render_html(
     parts.append("<main>")
     for model in models:
         events = [i for i in timeline if i.model == model.report.urn]
-        parts += model.section(_timeline(events, result))
+        parts += model.section(_timeline(events, result, links))
     if not models:
         parts.append("<p>No model was scanned.</p>")
     parts += [
@@ -613,10 +611,9 @@ class _Model:
         if new:
             state = "would open" if self.result.dry_run else "new"
         age = _age(self.result.now - incident.opened_at) if incident is not None else "—"
-        issue = self.links.issues.get(finding.id)
-        incident_cell = f"<code>{_text(finding.id)}</code>"
-        if issue:
-            incident_cell += f' <a href="{_text(issue)}" rel="noreferrer">issue</a>'
+        # The occurrence shown: a finding that reopens an incident is not its old issue's.
+        issue = self.links.issues.get((finding.id, incident.generation)) if incident else None
+        incident_cell = f"<code>{_text(finding.id)}</code>{_issue_link(issue)}"
         entity = _link(
             entity_url(self.links.datahub_url, finding.entity), short_name(finding.entity)
         )
@@ -820,8 +817,16 @@ def _age(age: timedelta) -> str:
 _EVENT_ORDER = {"opened": 0, "acknowledged": 1, "resolved": 2}
 
 
-def _timeline(incidents: Iterable[Incident], result: ScanResult) -> str:
-    """Every incident's events, oldest first: opened, acknowledged (by whom), resolved (why)."""
+def _issue_link(url: str | None) -> str:
+    """`` issue``, linked to ``url``; nothing without one."""
+    return f' <a href="{_text(url)}" rel="noreferrer">issue</a>' if url else ""
+
+
+def _timeline(incidents: Iterable[Incident], result: ScanResult, links: ReportLinks) -> str:
+    """Every incident's events, oldest first: opened, acknowledged (by whom), resolved (why).
+
+    Each event links its occurrence's GitHub issue, where one is known.
+    """
     events: list[tuple[datetime, str, int, str, Incident]] = []
     for incident in incidents:
         events.append((incident.opened_at, incident.id, 0, "opened", incident))
@@ -855,7 +860,8 @@ def _timeline(incidents: Iterable[Incident], result: ScanResult) -> str:
             f'data-severity="{incident.severity.value}">'
             f'<time datetime="{at.isoformat(timespec="seconds")}">{_when(at)}</time> '
             f'<span class="event">{event}</span> <code>{_text(incident_id)}</code>'
-            f"{generation}: {_text(what)}{note}</li>"
+            f"{generation}: {_text(what)}{note}"
+            f"{_issue_link(links.issues.get((incident_id, incident.generation)))}</li>"
         )
     out.append("</ol>")
     return "\n".join(out)

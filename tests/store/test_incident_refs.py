@@ -1,0 +1,56 @@
+"""``StateStore.incident_refs``, on SQLite and PostgreSQL: every incident occurrence's issue,
+whatever the state, so a report keeps linking it once the incident is acknowledged or resolved
+(``watched_groups`` stops seeing the group then)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from mlcopilot.notify.codec import Delivered, SinkRef
+from mlcopilot.store import SqlStore
+from tests.store.test_outbox_contract import T0, claim, record
+from tests.store.test_store_contract import finding
+
+URL = "https://github.com/o/r/issues/7"
+
+
+def _deliver_open(store: SqlStore) -> str:
+    """Record a scan with one finding and deliver its GitHub ``open`` as issue 7."""
+    record(store, [finding()], T0)
+    item = claim(store, T0, sinks=["github"])
+    assert item is not None
+    assert item.action == "open"
+    store.complete(item, Delivered(ref=SinkRef("github", "7", URL)), owner="me", now=T0)
+    (incident,) = store.incidents()
+    return incident.id
+
+
+def test_nothing_is_known_before_a_delivery(store: SqlStore) -> None:
+    record(store, [finding()], T0)
+    assert store.incident_refs("github") == {}
+
+
+def test_refs_stay_through_acknowledgement_and_resolution(store: SqlStore) -> None:
+    incident_id = _deliver_open(store)
+    expected = {(incident_id, 1): SinkRef("github", "7", URL, {})}
+    assert store.incident_refs("github") == expected
+    assert store.incident_refs("slack") == {}  # only the sink asked for
+
+    store.acknowledge(incident_id, by="alice", at=T0 + timedelta(hours=1))
+    assert store.watched_groups() == []  # what the report used to read: the link was lost
+    assert store.incident_refs("github") == expected
+
+    store.resolve(incident_id, at=T0 + timedelta(hours=2), reason="fixed")
+    assert store.incident_refs("github") == expected
+
+
+def test_each_occurrence_has_the_issue_of_its_own_group(store: SqlStore) -> None:
+    incident_id = _deliver_open(store)
+    # Resolved by hand without notifying: its group (issue 7) stays open, so the recurrence
+    # joins it and is reported in the same issue.
+    store.resolve(incident_id, at=T0 + timedelta(hours=1), reason="fixed")
+    record(store, [finding()], T0 + timedelta(hours=2))
+    (reopened,) = store.incidents()
+    assert reopened.generation == 2
+    ref = SinkRef("github", "7", URL, {})
+    assert store.incident_refs("github") == {(incident_id, 1): ref, (incident_id, 2): ref}
