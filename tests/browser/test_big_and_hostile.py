@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mlcopilot.cli.render.html import render_html
+from mlcopilot.cli.render.html import inert, render_html
 from testing.browser import Chromium
-from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
-from testing.installed_cli import run_cli
+from testing.hostile_names import COLUMNS, ENTITY, SCRIPTED, STYLE, WATCH, hostile_report
 from testing.synthetic_lineage import MODEL, big_scan
 
 VISIBLE_JS = """() => Array.from(document.querySelectorAll("g.node"))
@@ -103,36 +102,10 @@ def test_selecting_a_finding_beyond_the_open_levels_shows_its_whole_path(
 
 # --- hostile names
 
-TABLE = "raw.<script>window.ran('table')</script>"
-ATTRIBUTE = '" onmouseover="window.ran(\'attribute\')" x="'
-TAG = "<img src=x onerror=\"window.ran('img')\">"
-BREAK_OUT = "</script><script>window.ran('break-out')</script>"
-SVG = "<svg onload=\"window.ran('svg')\"></svg>"
-COLUMNS = (ATTRIBUTE, TAG, BREAK_OUT, SVG)
-NOTE = "</style><style>body{background:url(https://evil.example/x)}</style>"
-# Installed before the page's own script: anything hostile that runs says so here.
-WATCH = "window.ran = (what) => { (window.hostile = window.hostile || []).push(what); };"
-
 
 @pytest.fixture(scope="module")
 def hostile_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("hostile")
-    mcps = [
-        *dataset(
-            TABLE,
-            fields=[(name, "string") for name in COLUMNS],
-            field_tags={name: ["PII"] for name in COLUMNS},
-        ),
-        *dataset("legacy.feed", fields=[("a", "string")], deprecated=True, deprecation_note=NOTE),
-        *ml_model("model", training_data=[dataset_urn(TABLE), dataset_urn("legacy.feed")]),
-    ]
-    metadata = write_metadata_file(folder / "metadata.json", mcps)
-    home = folder / "home"
-    assert run_cli(home, "catalog", "load", str(metadata)).code == 0
-    out = folder / "page.html"
-    ran = run_cli(home, "scan", "--dry-run", "--format", "html", "--output", str(out))
-    assert ran.code == 0, ran.stderr
-    return out
+    return hostile_report(tmp_path_factory.mktemp("hostile"))
 
 
 def test_hostile_names_run_nothing_fetch_nothing_and_read_as_text(
@@ -158,9 +131,9 @@ def test_hostile_names_run_nothing_fetch_nothing_and_read_as_text(
         )
         background = page.evaluate("() => getComputedStyle(document.body).backgroundImage")
         traffic = opened.traffic
-    assert set(columns) == set(COLUMNS)
+    assert set(columns) == {inert(name) for name in COLUMNS}
     shown = "\n".join(cells)
-    for name in (ATTRIBUTE, TAG, BREAK_OUT, SVG, NOTE):
+    for name in (*SCRIPTED, ENTITY, STYLE):
         assert name in shown, name
     assert background == "none"
     assert traffic.foreign == []

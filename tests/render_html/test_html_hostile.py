@@ -15,46 +15,23 @@ import unicodedata
 import pytest
 
 from mlcopilot.cli.render.html import inert, script_json
-from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
-from testing.installed_cli import run_cli
+from testing.builders import dataset_urn
+from testing.hostile_names import COLUMNS, ENTITY, SCRIPTED, STYLE, TABLE, hostile_report
 from tests.render_html.dom import parse
 
-TABLE = "raw.<script>alert(1)</script>"
-BREAK_OUT = "</script><script>alert(2)</script>"
-ATTRIBUTE = '" onmouseover="alert(3)" x="'
-TAG = "<img src=x onerror=alert(4)>"
-BIDI = "amount\u202egnp.exe\u2066\u2069\u202a\u202c\u200b\x00\x07\x85x"
-NOTE = "see </style><style>body{background:url(https://evil.example/x)}</style> \u202eevil"
-HOSTILE = (BREAK_OUT, ATTRIBUTE, TAG, BIDI, "a&amp;b")
 INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200b-\u200f\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("hostile")
-    mcps = [
-        *dataset(
-            TABLE,
-            fields=[(name, "string") for name in HOSTILE],
-            field_tags={name: ["PII"] for name in HOSTILE},
-        ),
-        *dataset("legacy.feed", fields=[("a", "string")], deprecated=True, deprecation_note=NOTE),
-        *ml_model("model", training_data=[dataset_urn(TABLE), dataset_urn("legacy.feed")]),
-    ]
-    path = write_metadata_file(folder / "metadata.json", mcps)
-    home = folder / "home"
-    assert run_cli(home, "catalog", "load", str(path)).code == 0
-    out = folder / "page.html"
-    ran = run_cli(home, "scan", "--dry-run", "--format", "html", "--output", str(out))
-    assert ran.code == 0, ran.stderr
-    return out.read_text(encoding="utf-8")
+    return hostile_report(tmp_path_factory.mktemp("hostile")).read_text(encoding="utf-8")
 
 
 def test_only_the_pages_own_scripts_and_no_event_handler(page: str) -> None:
     tree = parse(page)
     scripts = tree.find("script")
     assert [s.attrs for s in scripts] == [{"type": "application/json", "id": "report-data"}, {}]
-    assert "alert" not in scripts[1].text  # the code is the page's, no name got into it
+    assert "window.ran" not in scripts[1].text  # the code is the page's, no name got into it
     for element in tree.walk():
         assert not any(name.startswith("on") for name in element.attrs), element.attrs
         assert element.tag not in {"img", "style", "link", "iframe"} or (
@@ -65,15 +42,15 @@ def test_only_the_pages_own_scripts_and_no_event_handler(page: str) -> None:
     assert all("style" not in e.attrs for e in tree.walk())
     assert all("evil.example" not in value for e in tree.walk() for value in e.attrs.values())
     [cell] = [td for td in tree.find("td") if "evil.example" in td.text]
-    assert "</style><style>body{background:url(https://evil.example/x)}</style>" in cell.text
+    assert STYLE in cell.text
 
 
 def test_the_names_are_shown_as_text_where_they_belong(page: str) -> None:
     tree = parse(page)
     columns = {c.attrs["data-column"] for c in tree.find("text", "column")}
-    assert columns == {inert(name) for name in HOSTILE}
+    assert columns == {inert(name) for name in COLUMNS}
     shown = " ".join(row.text for row in tree.find("tr", "finding"))
-    for name in (BREAK_OUT, ATTRIBUTE, TAG, "a&amp;b"):
+    for name in (*SCRIPTED, ENTITY):
         assert name in shown  # the characters as they are: nothing decoded or dropped
     assert "amountgnp.exex" in shown  # invisible and direction-changing ones removed
     nodes = {n.attrs["data-urn"] for n in tree.find("g", "node")}
