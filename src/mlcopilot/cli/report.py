@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -27,12 +27,6 @@ from mlcopilot.cli._app import (
     write_output,
 )
 from mlcopilot.cli.scan_guard import opened_for_scan, report_path, scan_clock, walk_limits
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from mlcopilot.protocols import Catalog, Check, StateStore
-    from mlcopilot.scan import ScanOptions, ScanResult
 
 
 @app.command("report")
@@ -58,6 +52,7 @@ def report_command(
     max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Write an offline HTML report: each model's lineage drawn, its findings and incidents."""
+    from mlcopilot.cli.render.html import report_page
     from mlcopilot.cli.render.summary import Closing, print_summary
     from mlcopilot.notify.sinks.config import NotifySettings
     from mlcopilot.scan import ScanOptions
@@ -79,28 +74,3 @@ def report_command(
         result, page = report_page(cat, store, checks, options, datahub_url=notify.datahub_url)
     write_output(path, page)
     print_summary(Closing(result, None, time.monotonic() - started), err)
-
-
-def report_page(
-    catalog: Catalog,
-    store: StateStore,
-    checks: Sequence[Check],
-    options: ScanOptions,
-    *,
-    datahub_url: str | None,
-) -> tuple[ScanResult, str]:
-    """The report's scan and its page: what ``mlcopilot report`` writes (the demo's too).
-
-    ``options`` should be a dry run (the report records nothing); the page adds the store's
-    incident history of the scanned models and every known GitHub issue link.
-    """
-    from mlcopilot.cli.render.html import render_html, report_links
-    from mlcopilot.scan import scan
-
-    result = scan(catalog, store, checks, options)
-    scanned = {report.urn for report in result.models}
-    history = [i for i in store.incidents(include_resolved=True) if i.model in scanned]
-    links = report_links(store, datahub_url)
-    infos = [check.info for check in checks]
-    page = render_html(result, history=history, links=links, checks=infos, title="mlcopilot report")
-    return result, page

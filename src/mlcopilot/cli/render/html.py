@@ -52,8 +52,8 @@ from mlcopilot.model import (
 )
 from mlcopilot.names import short_name
 from mlcopilot.notify.sinks.content import entity_url
-from mlcopilot.protocols import StateStore
-from mlcopilot.scan import ScanResult
+from mlcopilot.protocols import Catalog, Check, StateStore
+from mlcopilot.scan import ScanOptions, ScanResult, scan
 from mlcopilot.wording import count
 
 EDGE_KINDS: Mapping[EdgeKind, tuple[str, str]] = {
@@ -130,6 +130,28 @@ def report_links(store: StateStore, datahub_url: str | None) -> ReportLinks:
         if ref.url and ref.url.startswith("https://")
     }
     return ReportLinks(datahub_url=datahub_url, issues=issues)
+
+
+def report_page(
+    catalog: Catalog,
+    store: StateStore,
+    checks: Sequence[Check],
+    options: ScanOptions,
+    *,
+    datahub_url: str | None,
+) -> tuple[ScanResult, str]:
+    """The scan and the page ``mlcopilot report`` writes (and the demo, by this same code).
+
+    ``options`` should be a dry run (a report records nothing). The page adds the store's
+    incident history of the scanned models and every known GitHub issue link.
+    """
+    result = scan(catalog, store, checks, options)
+    scanned = {report.urn for report in result.models}
+    history = [i for i in store.incidents(include_resolved=True) if i.model in scanned]
+    links = report_links(store, datahub_url)
+    infos = [check.info for check in checks]
+    page = render_html(result, history=history, links=links, checks=infos, title="mlcopilot report")
+    return result, page
 
 
 def inert(text: str) -> str:
