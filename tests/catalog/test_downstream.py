@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
 from benchmarks.generate import Shape, generate, wrappers
@@ -41,11 +40,11 @@ from testing.builders import (
     training_run_urn,
 )
 from tests.catalog import test_contract
+from tests.catalog.contract import MakeCatalog
 from tests.catalog.datahub_backend import needs_standin, standin_catalog
 
 DEMO = Path(__file__).parents[2] / "src" / "mlcopilot" / "demo_data" / "01_catalog.json"
 LIMITS = WalkLimits()
-MakeCatalog = Callable[[Sequence[MetadataChangeProposalWrapper]], Catalog]
 
 RAW = dataset_urn("raw.customers")
 CLEAN = dataset_urn("clean.customers")
@@ -60,18 +59,8 @@ JOB = data_job_urn("nightly", "clean_customers")
 GHOST_FEATURE = feature_urn("gone", "never_ingested")
 
 
-@pytest.fixture(params=test_contract.PARAMS)
-def make_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeCatalog]:
-    factory = test_contract.BACKENDS[request.param]
-    made: list[Catalog] = []
-
-    def make(mcps: Sequence[MetadataChangeProposalWrapper]) -> Catalog:
-        made.append(factory(tmp_path / f"catalog{len(made)}", mcps))
-        return made[-1]
-
-    yield make
-    for catalog in made:
-        catalog.close()
+# The contract's fixture: a fresh catalog per call, on every backend (lite, DataHub, MCP).
+make_catalog = test_contract.make_catalog
 
 
 def fallback(catalog: Catalog, limits: WalkLimits = LIMITS) -> Callable[[Urn], list[Urn]]:
