@@ -18,6 +18,9 @@ from testing.installed_cli import run_cli
 from testing.notify_world import notify_env
 from tests.cli.readonly_mount import read_only_folder
 from tests.conftest import DEMO_DATA, REPO
+from tests.render_html.dom import parse
+
+MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD)"
 
 _CREDENTIALS = ("GITHUB_TOKEN", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL", "MLCOPILOT_GITHUB_REPO")
 
@@ -66,6 +69,23 @@ def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
     assert "Incidents: 3 opened, 0 still open, 0 resolved." in out
     assert "Incidents: 2 opened, 3 still open, 0 resolved." in out
     assert "Incidents: 0 opened, 4 still open, 1 resolved." in out
+    # It ends with the HTML report, where it says: the model's section, its four incidents
+    # open and the resolved one in the timeline.
+    page = tmp_path / "demo" / "report.html"
+    assert out.rstrip().splitlines()[-1] == (
+        f"HTML report (open it in a browser): {page.resolve().as_uri()}"
+    )
+    [section] = parse(page.read_text(encoding="utf-8")).find("section", "model")
+    assert section.attrs["data-urn"] == MODEL
+    rows = section.find("tr", "finding")
+    assert len(rows) == 4
+    events = {
+        (li.attrs["data-incident"], li.attrs["data-event"])
+        for li in section.find("li")
+        if "data-event" in li.attrs
+    }
+    assert sum(1 for _, event in events if event == "opened") == 5
+    assert sum(1 for _, event in events if event == "resolved") == 1
     # A second run starts from scratch and tells the same story.
     again = subprocess.run(
         [sys.executable, "-m", "mlcopilot", "demo", "--home", str(tmp_path / "demo")],
@@ -77,6 +97,7 @@ def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
     )
     assert again.returncode == 0, again.stderr
     assert "Incidents: 3 opened, 0 still open, 0 resolved." in again.stdout
+    assert page.read_text(encoding="utf-8").count('class="finding"') == 4
 
 
 def test_demo_sends_when_credentials_are_configured(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 It loads real DataHub metadata files (shipped in ``mlcopilot/demo_data``; built by
 ``scripts/build_demo_data.py``) into DataHub Lite, scans, changes an upstream schema, scans
 again, shows the write-back, and resolves an incident when the column comes back. The demo's
-clock is fixed, so every run tells the same story.
+clock is fixed, so every run tells the same story. It ends with ``mlcopilot report``'s HTML page
+(:func:`mlcopilot.cli.render.html.report_page`), written to ``<home>/report.html``.
 
 It also shows exactly what each scan sends to GitHub and Slack: the requests are rendered and
 printed (and saved, byte for byte, under ``<home>/notifications``). Only with ``--send`` and
@@ -34,6 +35,8 @@ from rich.rule import Rule
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
+from mlcopilot.cli._app import write_atomically
+from mlcopilot.cli.render.html import report_page
 from mlcopilot.cli.render.terminal import print_scan
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
@@ -60,10 +63,15 @@ SCAN_TIMES = (
 
 MARKER = ".mlcopilot-demo"
 """The file that marks a folder as a demo's home (so a later demo may reuse it)."""
-_MADE = tuple(
-    f"{db}{suffix}"
-    for db in ("catalog.db", "state.db")
-    for suffix in ("", "-wal", "-shm", "-journal")
+REPORT = "report.html"
+"""The demo's HTML report, in its home."""
+_MADE = (
+    *(
+        f"{db}{suffix}"
+        for db in ("catalog.db", "state.db")
+        for suffix in ("", "-wal", "-shm", "-journal")
+    ),
+    REPORT,
 )
 """The files a demo makes in its home, besides its notifications folder."""
 _SAVED = "[0-9][0-9][0-9]-*.json"
@@ -105,8 +113,8 @@ def prepare_home(home: Path | None, console: Console) -> Path:
         what = "an earlier demo's folder, made afresh" if earlier else "an empty folder"
     try:
         (path / MARKER).write_text(
-            "Made by `mlcopilot demo`: its catalog.db, state.db and notifications/ are made "
-            "afresh on each run.\n",
+            "Made by `mlcopilot demo`: its catalog.db, state.db, report.html and notifications/ "
+            "are made afresh on each run.\n",
             encoding="utf-8",
         )
         for name in _MADE:
@@ -304,6 +312,15 @@ def _story(
         f"Try it yourself: [bold]{escape(env)} mlcopilot incidents list[/] · "
         f"[bold]{escape(env)} mlcopilot scan{clock} --format json[/]"
     )
+    # The page `mlcopilot report` writes, by the same code: a dry run at the last scan's time.
+    options = ScanOptions(now=SCAN_TIMES[-1], dry_run=True)
+    datahub_url = notifications.settings.datahub_url
+    _, page = report_page(catalog, store, checks, options, datahub_url=datahub_url)
+    report = home / REPORT
+    write_atomically(report, page)
+    # One line however narrow the terminal: a wrapped address cannot be clicked or pasted.
+    where = escape(report.resolve().as_uri())
+    console.print(f"HTML report (open it in a browser): {where}", soft_wrap=True)
 
 
 def _load(catalog: LiteCatalog, name: str) -> str:
