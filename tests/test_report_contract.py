@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -24,6 +23,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from mlcopilot.model import plain_json
+from testing import demo_home as demo_fixtures
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
 from testing.installed_cli import run_cli
 from testing.report_contract import OLDER_KEYS, check_report
@@ -34,20 +34,9 @@ TRANSACTIONS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.transactions,PROD)"
 SEGMENTS = "urn:li:dataset:(urn:li:dataPlatform:hive,legacy.customer_segments,PROD)"
 CUSTOMERS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
 
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
-    assert loaded.code == 0, loaded.stderr
-    return home
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_home: Path) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(demo_home, home)
-    return home
+# The cli tests' fixtures (tests/cli/conftest.py): the demo loaded once, a copy per test.
+demo_home = demo_fixtures.demo_home
+demo = demo_fixtures.demo
 
 
 def scan_json(home: Path, *args: str) -> dict[str, Any]:

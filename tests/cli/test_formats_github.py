@@ -4,34 +4,15 @@ command, and catalog text that tries to inject a workflow command.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import pytest
 
 from mlcopilot.cli.render.github import command, escape_data, escape_property
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
 from testing.installed_cli import run_cli
-from tests.conftest import DEMO_DATA
 
 DAY1 = "2026-11-20T09:00:00Z"
 INJECT = "x\n::set-output name=a::b"
 MASK = "y\r\n::add-mask::secret%0A::error::z,w"
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
-    assert loaded.code == 0, loaded.stderr
-    return home
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_home: Path) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(demo_home, home)
-    return home
 
 
 def test_findings_become_annotations_by_severity_and_the_summary_is_appended(

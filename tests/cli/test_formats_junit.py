@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-import pytest
-
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
 from testing.installed_cli import run_cli
-from tests.conftest import DEMO_DATA
 
 DAY1 = "2026-11-20T09:00:00Z"
 NASTY = "a]]>b<c&d\x00e\x1bf"
 """A column name that ends a CDATA section, opens a tag, starts an entity and holds NUL."""
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
-    assert loaded.code == 0, loaded.stderr
-    return home
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_home: Path) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(demo_home, home)
-    return home
 
 
 def cases(root: ET.Element) -> dict[str, ET.Element]:

@@ -5,7 +5,6 @@ tests/data), through the installed command.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ import pytest
 from mlcopilot.cli.render.sarif import FINGERPRINT
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
 from testing.installed_cli import run_cli
-from tests.conftest import DEMO_DATA
 
 DAY1, DAY2 = "2026-11-20T09:00:00Z", "2026-11-21T09:00:00Z"
 SCHEMA = Path(__file__).parent.parent / "data" / "sarif-schema-2.1.0.json"
@@ -26,21 +24,6 @@ def validator() -> jsonschema.Draft4Validator:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     jsonschema.Draft4Validator.check_schema(schema)
     return jsonschema.Draft4Validator(schema)
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
-    assert loaded.code == 0, loaded.stderr
-    return home
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_home: Path) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(demo_home, home)
-    return home
 
 
 def sarif(home: Path, *args: str) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -14,24 +13,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from testing.installed_cli import run_cli
-from tests.conftest import DEMO_DATA
 
 DAY1 = "2026-11-20T09:00:00Z"
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
-    assert loaded.code == 0, loaded.stderr
-    return home
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_home: Path) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(demo_home, home)
-    return home
 
 
 def test_each_format_goes_to_its_output_from_one_scan(demo: Path, tmp_path: Path) -> None:

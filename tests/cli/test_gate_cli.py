@@ -6,7 +6,6 @@ reason in every report, and the summary every scan ends with (``--quiet``: only 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ import pytest
 
 from testing.builders import dataset, dataset_urn, ml_feature, ml_model, write_metadata_file
 from testing.installed_cli import Ran, run_cli, run_on_terminal
-from tests.conftest import DEMO_DATA
 
 DAY1, DAY2 = "2026-11-20T09:00:00Z", "2026-11-21T09:00:00Z"
 CHURN = "churn_predictor_v1"
@@ -23,22 +21,6 @@ CHURN = "churn_predictor_v1"
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's catalog, loaded once for the module (each test scans a copy)."""
-    home = tmp_path_factory.mktemp("demo") / "home"
-    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
-    assert loaded.code == 0, loaded.stderr
-    return home
-
-
-@pytest.fixture
-def demo(home: Path, demo_home: Path) -> Path:
-    """A home whose catalog is the demo's: one model, fully covered, two high findings."""
-    shutil.copytree(demo_home, home)
-    return home
 
 
 def load(home: Path, tmp_path: Path, *mcps: Any) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -22,21 +21,6 @@ NOW = "2026-11-20T09:00:00Z"
 CHANGE = str(DEMO_DATA / "02_schema_change.json")
 RAW = dataset_urn("raw.customers")
 SARIF_SCHEMA = Path(__file__).parent.parent / "data" / "sarif-schema-2.1.0.json"
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    loaded = run_cli(home, "catalog", "load", str(DEMO_DATA / "01_catalog.json"))
-    assert loaded.code == 0, loaded.stderr
-    return home
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_home: Path) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(demo_home, home)
-    return home
 
 
 def impact(home: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
