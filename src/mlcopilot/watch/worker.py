@@ -14,9 +14,14 @@ Three threads in the watch process, each with its own state store connection:
 - the *lease* thread renews, every third of ``lease``, the claim on the requests the scanner
   holds, so a scan longer than the lease is never taken over by a second watcher while this
   one is alive; once it dies (SIGKILL, a lost node) renewals stop and the lease runs out.
-- the *relay* delivers the outbox (write-back, GitHub, Slack) as ``mlcopilot outbox deliver``
-  does, under the outbox's leases, so several watchers deliver each row once; a catalog per
-  pass with rows to deliver, for the same reason.
+- a *relay lane* per configured sink (``datahub`` for the write-back, ``github``, ``slack``)
+  delivers that sink's outbox rows as ``mlcopilot outbox deliver`` does, under the outbox's
+  leases, so several watchers deliver each row once. The lanes run side by side, each with its
+  own :class:`~mlcopilot.notify.relay.Relay`, store connection and sink objects (SQLite and
+  SDK handles stay in the thread that made them): a write-back row costs several DataHub
+  requests, and Slack's rows must not queue behind them. A sink's rows stay in its lane, in
+  the order the outbox gives them. The write-back lane opens a catalog per pass with rows due,
+  for the same reason as the scanner.
 
 Every scan's walks refresh the :class:`~mlcopilot.downstream.DownstreamIndex` the action
 reads.
@@ -29,13 +34,18 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from mlcopilot.clock import SystemClock
 from mlcopilot.downstream import DownstreamIndex
+from mlcopilot.notify.codec import SinkName
 from mlcopilot.protocols import ALL_MODELS, Catalog, RescanRequest, StateStore, WalkLimits
 from mlcopilot.settings import Settings
+
+if TYPE_CHECKING:
+    from mlcopilot.notify.sinks.config import NotifySettings
 
 log = logging.getLogger("mlcopilot.watch")
 
@@ -71,7 +81,7 @@ def owner_name() -> str:
 
 
 class Worker:
-    """The scanner and the relay threads of one watcher."""
+    """The scanner, the lease renewal and the relay lanes of one watcher."""
 
     def __init__(
         self,
@@ -93,7 +103,8 @@ class Worker:
         self.owner = owner or owner_name()
         self._stop = threading.Event()
         self._work = threading.Event()
-        self._deliver = threading.Event()
+        self._deliver: dict[SinkName, threading.Event] = {}
+        """One wake-up per relay lane: each lane clears its own."""
         self._threads: list[threading.Thread] = []
         self._held: list[RescanRequest] = []
         self._held_lock = threading.Lock()
@@ -103,17 +114,33 @@ class Worker:
         """Scans committed (for tests and the closing line)."""
         self.failures = 0
 
+    @property
+    def lanes(self) -> tuple[SinkName, ...]:
+        """The relay lanes: ``datahub`` unless the write-back is off, then each sink configured."""
+        from mlcopilot.notify.sinks.config import NotifySettings
+
+        notify = NotifySettings.from_settings(self._settings)
+        writeback: tuple[SinkName, ...] = ("datahub",) if notify.write_back else ()
+        return writeback + notify.sinks
+
     def start(self) -> None:
-        """Ask for the start-up full rescan and start both threads."""
+        """Ask for the start-up full rescan; start the scanner and one relay lane per sink."""
         from mlcopilot.wiring import open_state
 
+        lanes = self.lanes  # a settings error stops the start, before any thread runs
         store = open_state(self._settings, create=True)
         try:
             store.request_rescans([ALL_MODELS], reason="watch started", now=_now())
         finally:
             store.close()
-        for name, target in (("scanner", self._scanner), ("relay", self._relay)):
-            thread = threading.Thread(target=target, name=f"mlcopilot-watch-{name}", daemon=True)
+        self._deliver = {lane: threading.Event() for lane in lanes}
+        threads = [threading.Thread(target=self._scanner, name="mlcopilot-watch-scanner")]
+        threads += [
+            threading.Thread(target=self._relay, args=(lane,), name=f"mlcopilot-watch-relay-{lane}")
+            for lane in lanes
+        ]
+        for thread in threads:
+            thread.daemon = True
             thread.start()
             self._threads.append(thread)
         self._lease_thread = threading.Thread(
@@ -129,7 +156,8 @@ class Worker:
         """Stop after the scan in progress (if any) is committed; wait up to ``timeout``."""
         self._stop.set()
         self._work.set()
-        self._deliver.set()
+        for wake in self._deliver.values():
+            wake.set()
         for thread in self._threads:
             thread.join(timeout)
         # Only now: the scan in progress keeps its claim until it has completed its requests.
@@ -260,7 +288,8 @@ class Worker:
                 f"{len(changes.opened)} opened, {len(changes.updated)} updated, "
                 f"{len(changes.resolved)} resolved"
             )
-            self._deliver.set()
+            for wake in self._deliver.values():
+                wake.set()
         interval = self._options.rescan_interval
         if full and interval is not None:
             full_rows = [r for r in claimed if r.model == ALL_MODELS]
@@ -286,44 +315,63 @@ class Worker:
         except Exception as again:  # the lease expires and another claim retries it
             self._warn(f"watch: cannot record the failed rescan: {again}")
 
-    # --- the relay
+    # --- the relay lanes
 
-    def _relay(self) -> None:
-        from mlcopilot.model import OutboxStatus
-        from mlcopilot.notify.delivery import relay
+    def _relay(self, lane: SinkName) -> None:
+        """Deliver ``lane``'s rows whenever some are due, until stopped."""
         from mlcopilot.notify.sinks.config import NotifySettings
-        from mlcopilot.wiring import open_catalog, open_state
+        from mlcopilot.wiring import open_state
 
         notify = NotifySettings.from_settings(self._settings)
-        undelivered = [OutboxStatus.PENDING, OutboxStatus.SENDING]
+        wake = self._deliver[lane]
         while not self._stop.is_set():
             try:
                 store = open_state(self._settings, create=True)
             except Exception as exc:
-                self._warn(f"watch: the relay cannot open the state database: {exc}")
+                self._warn(f"watch: the {lane} relay cannot open the state database: {exc}")
                 self._stop.wait(self._options.retry_backoff.total_seconds())
                 continue
             try:
                 while not self._stop.is_set():
-                    # Rows come due after a scan (now) or later (group_wait, retries).
-                    self._deliver.wait(POLL)
-                    self._deliver.clear()
-                    if not store.outbox(statuses=undelivered, limit=1):
+                    # Rows come due after a scan (now) or later (group_wait, retries, a lease
+                    # another relay let lapse): next_due is never later than the first of them.
+                    wake.wait(POLL)
+                    wake.clear()
+                    due = store.next_due(sinks=[lane])
+                    if due is None or due > _now():
                         continue
-                    # A catalog per pass, as per scan: the write-back reads what DataHub
-                    # holds now, not what an earlier pass cached.
-                    catalog = open_catalog(self._settings.catalog_spec, self._settings)
-                    try:
-                        relaying, _ = relay(notify, catalog, store, SystemClock())
-                        if not relaying.run().ok:
-                            self._warn("watch: some deliveries failed; they stay in the outbox")
-                    finally:
-                        catalog.close()
+                    if not self._relay_pass(lane, notify, store):
+                        self._warn(f"watch: some {lane} deliveries failed; they stay in the outbox")
             except Exception as exc:
-                self._warn(f"watch: delivering the outbox failed: {exc}")
+                self._warn(f"watch: delivering the {lane} outbox failed: {exc}")
                 self._stop.wait(POLL)
             finally:
                 store.close()
+
+    def _relay_pass(self, lane: SinkName, notify: NotifySettings, store: StateStore) -> bool:
+        """One relay run over ``lane``'s due rows; whether it delivered all of them once.
+
+        The sinks are made per pass, in this lane's thread, as ``mlcopilot outbox deliver``
+        makes them; the write-back's catalog is opened for the pass so that it compares with
+        what DataHub holds now, not what an earlier pass cached.
+        """
+        from mlcopilot.notify.delivery import notification_sinks, relay
+        from mlcopilot.notify.relay import Relay, env_failpoint
+        from mlcopilot.wiring import open_catalog
+
+        clock = SystemClock()
+        if lane != "datahub":
+            sinks = [s for s in notification_sinks(notify, clock) if s.name == lane]
+            failpoint = env_failpoint(notify.failpoint)
+            return Relay(store, sinks, clock=clock, failpoint=failpoint).run().ok
+        catalog = open_catalog(self._settings.catalog_spec, self._settings)
+        try:
+            # The write-back alone: GitHub and Slack have lanes of their own.
+            only_writeback = replace(notify, github=None, slack=None)
+            relaying, _ = relay(only_writeback, catalog, store, clock)
+            return relaying.run().ok
+        finally:
+            catalog.close()
 
 
 def _reasons(claimed: Sequence[RescanRequest]) -> str:
