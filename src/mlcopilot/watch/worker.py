@@ -1,6 +1,6 @@
 """The watcher's worker: claims rescan requests and runs the ordinary scan of those models.
 
-Three threads in the watch process, each with its own state store connection:
+The threads of the watch process, each with its own state store connection:
 
 - the *scanner* claims due requests (its own and any other watcher's on the same database),
   opens a catalog for the scan (a catalog caches what it read: a kept one would answer with
