@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from junitparser import JUnitXml
+
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
 from testing.installed_cli import run_cli
 
@@ -40,6 +42,26 @@ def test_one_case_per_model_and_check_failing_at_the_threshold(demo: Path) -> No
     deprecated = by_name["deprecated_source"]
     assert deprecated.find("failure") is None
     assert "legacy.customer_segments" in (deprecated.findtext("system-out") or "")
+
+
+def test_a_junit_reader_sees_the_cases_and_failures(demo: Path, tmp_path: Path) -> None:
+    # junitparser reads JUnit the way test reporters do (suites, cases, results).
+    report = tmp_path / "mlcopilot.xml"
+    ran = run_cli(
+        demo,
+        *("scan", "--now", DAY1, "--fail-on", "high"),
+        *("--format", "junit", "--output", str(report)),
+    )
+    assert ran.code == 1, ran.stderr
+    xml = JUnitXml.fromfile(str(report))
+    suites = list(xml) if isinstance(xml, JUnitXml) else [xml]
+    [suite] = suites
+    results = {case.name: [type(r).__name__ for r in case.result] for case in suite}
+    failed = {name for name, kinds in results.items() if "Failure" in kinds}
+    assert failed == {"pii_exposure", "stale_source"}
+    assert suite.tests == len(results)
+    assert suite.failures == 2
+    assert all(kinds in ([], ["Failure"]) for kinds in results.values())
 
 
 def test_without_fail_on_every_finding_fails_its_case(demo: Path) -> None:
