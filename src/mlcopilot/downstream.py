@@ -10,11 +10,12 @@ entity the model's walk already reaches (the downstream end's ``upstreamLineage`
 inputs and outputs, a model's properties), so the change itself rescans the model, and the
 rescan's walk updates the index.
 
-A catalog can answer the question itself by offering :class:`DownstreamModels` (optional);
-the index is then only the fallback for what that answer misses. Every backend does it the
-same way: one batched read, :meth:`DownstreamSource.downstream` (the edges one hop downstream
-of a whole level, the exact reverse of :meth:`Catalog.upstream`), and the one walk here,
-:func:`walk_downstream`, level by level as :func:`mlcopilot.lineage.walk_upstream` goes up.
+A catalog can answer the question itself by offering :class:`DownstreamModels` (optional),
+which :func:`models_downstream` (the impact preview) prefers to indexing every model. Every
+backend does it the same way: one batched read, :meth:`DownstreamSource.downstream` (the
+edges one hop downstream of a whole level, the exact reverse of :meth:`Catalog.upstream`),
+and the one walk here, :func:`walk_downstream`, level by level as
+:func:`mlcopilot.lineage.walk_upstream` goes up.
 
 What the reverse walk agrees on with the fallback (walk every model, index what each reached):
 
