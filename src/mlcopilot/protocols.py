@@ -30,6 +30,7 @@ from mlcopilot.model import (
     OutboxItem,
     OutboxStatus,
     PlannedRow,
+    RecordedScan,
     Schema,
     Severity,
     SinkName,
@@ -224,6 +225,10 @@ class StateStore(OutboxStore, Protocol):
         """Every stored baseline of ``model``, sorted by dataset."""
         ...
 
+    def baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[Baseline]]:
+        """:meth:`baselines` of each of ``models`` (every one a key), in one read."""
+        ...
+
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:
         """Insert or replace baselines (one per model and dataset)."""
         ...
@@ -254,13 +259,14 @@ class StateStore(OutboxStore, Protocol):
         finished_at: datetime | None = None,
         baselines: Sequence[Baseline] = (),
         notify: NotifyRequest | None = None,
-    ) -> int:
+    ) -> RecordedScan:
         """Store a scan run, its incident changes, ``baselines`` and outbox rows in one transaction.
 
-        Returns the run id. ``updated`` incidents keep their stored state (an acknowledgement
-        made meanwhile stays); a concurrent change to the same incidents makes the whole scan
-        fail with nothing saved. With ``notify``, the write-back and the notifications the
-        changes imply are committed as outbox rows in the same transaction.
+        Returns the run id and the outbox rows planned. ``updated`` incidents keep their
+        stored state (an acknowledgement made meanwhile stays); a concurrent change to the
+        same incidents makes the whole scan fail with nothing saved. With ``notify``, the
+        write-back and the notifications the changes imply are committed as outbox rows in the
+        same transaction.
         """
         ...
 

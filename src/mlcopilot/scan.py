@@ -324,8 +324,7 @@ def _scan(
                 write_back=delivery.write_back,
             )
         try:
-            rows = store.preview_notifications(changes, request, now=options.now)
-            run_id = store.record_scan(
+            recorded = store.record_scan(
                 changes,
                 started_at=started_at,
                 now=options.now,
@@ -352,8 +351,8 @@ def _scan(
         changes=changes,
         writes=written,
         dry_run=False,
-        run_id=run_id,
-        notifications=tuple(rows),
+        run_id=recorded.run_id,
+        notifications=recorded.rows,
         relay=relayed,
         acks=acks,
         notes=notes,
@@ -560,13 +559,14 @@ def _baselines(
 
     Established on first sight: first choice is what is stored; then the catalog's aspect
     history as of the model's training time; when history cannot tell, the current schema
-    becomes the baseline (the first-scan snapshot). The store is read once per model and the
+    becomes the baseline (the first-scan snapshot). The store is read once for all models and the
     history of every model's new datasets in one batched call, never once per dataset: an
     estate has thousands of models sharing thousands of datasets.
     """
     missing: dict[Urn, list[Node]] = {}
     known: dict[Urn, dict[Urn, Baseline]] = {}
     wanted: list[tuple[Urn, datetime]] = []
+    all_stored = store.baselines_of([lineage.root for lineage in lineages])
     for lineage in lineages:
         model = lineage.nodes[lineage.root]
         datasets = [
@@ -576,7 +576,7 @@ def _baselines(
             and node.entity_type is EntityType.DATASET
             and node.schema is not None
         ]
-        stored = {b.dataset: b for b in store.baselines(model.urn)} if datasets else {}
+        stored = {b.dataset: b for b in all_stored[model.urn]}
         known[model.urn] = {n.urn: stored[n.urn] for n in datasets if n.urn in stored}
         missing[model.urn] = [n for n in datasets if n.urn not in stored]
         if model.trained_at is not None:

@@ -32,7 +32,7 @@ def record(store: SqlStore, findings: list[Finding], now: datetime) -> int:
     changes = reconcile(store.incidents(), findings, evaluated=EVERYTHING, now=now)
     return store.record_scan(
         changes, started_at=now, now=now, catalog="c", models=[MODEL], findings=1, notify=NOTIFY
-    )
+    ).run_id
 
 
 def claim(

@@ -277,7 +277,7 @@ def test_record_scan_stores_the_run(store: SqlStore, raw: Engine) -> None:
             models=[MODEL, OTHER_MODEL],
             findings=7,
             finished_at=T2,
-        )
+        ).run_id
         for _ in range(2)
     ]
     assert run_ids[1] > run_ids[0]

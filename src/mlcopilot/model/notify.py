@@ -223,6 +223,16 @@ class PlannedRow:
         return dedupe_key(self.sink, self.group_key, self.group_generation, self.action, self.seq)
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedScan:
+    """What :meth:`~mlcopilot.protocols.StateStore.record_scan` committed."""
+
+    run_id: int
+    """The stored scan run's id (increasing)."""
+    rows: tuple[PlannedRow, ...] = ()
+    """The outbox rows planned in the same transaction, write-back first."""
+
+
 def dedupe_key(sink: str, group_key: str, generation: int, action: str, seq: int) -> str:
     """``sink:group:generation:action:seq`` — the outbox's uniqueness key."""
     return f"{sink}:{group_key}:{generation}:{action}:{seq}"

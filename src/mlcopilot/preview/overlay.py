@@ -158,6 +158,10 @@ class BaselineView:
             stored = sorted([*stored, added], key=lambda b: b.dataset)
         return stored
 
+    def baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[Baseline]]:
+        """:meth:`baselines` of each of ``models``."""
+        return {model: self.baselines(model) for model in models}
+
     def __getattr__(self, name: str) -> Any:
         if name in _WRITERS:
             raise RuntimeError(f"the impact preview's store view never writes ({name})")

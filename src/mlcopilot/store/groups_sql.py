@@ -7,41 +7,86 @@ What a scan checks for acknowledgements, and where each incident's group lives i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, select
 
-from mlcopilot.model import GroupState, SinkName, SinkRef, Urn, WatchedGroup
+from mlcopilot.model import GroupState, Incident, SinkName, SinkRef, Urn, WatchedGroup
 from mlcopilot.store import schema as t
+from mlcopilot.store.chunks import chunks
 from mlcopilot.store.rows import incident_from_mapping
 
 
 def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup]:
-    """Open, unacknowledged groups with an open incident of ``models`` (all when None)."""
+    """Open, unacknowledged groups with an open incident of ``models`` (all when None).
+
+    Set-based reads whatever the number of groups (a watcher scans every few seconds against
+    a store of thousands of open groups): the groups' keys, their open incidents, their sink
+    references, a statement each (per chunk of keys).
+    """
     g, i, r = t.notify_groups, t.incidents, t.sink_refs
-    groups = conn.execute(
-        select(g.c.key, g.c.generation).where(g.c.state == GroupState.OPEN.value).order_by(g.c.key)
-    ).all()
-    wanted = set(models) if models is not None else None
-    result: list[WatchedGroup] = []
-    for key, generation in groups:
-        rows = conn.execute(
-            select(i).where(
-                i.c.group_key == key,
-                i.c.group_generation == generation,
-                i.c.state == "open",
-            )
-        ).all()
-        incidents = tuple(incident_from_mapping(dict(row._mapping)) for row in rows)
-        if not incidents or (wanted is not None and not {x.model for x in incidents} & wanted):
-            continue
-        refs = {
-            row.sink: SinkRef(sink=row.sink, key=row.ref, url=row.url, data=dict(row.data))
-            for row in conn.execute(
-                select(r).where(r.c.group_key == key, r.c.group_generation == generation)
-            )
-        }
-        result.append(WatchedGroup(key, int(generation), refs, incidents))
-    return result
+    of_open_group = (g.c.state == GroupState.OPEN.value,)
+    incidents = (
+        select(i)
+        .join(g, (g.c.key == i.c.group_key) & (g.c.generation == i.c.group_generation))
+        .where(*of_open_group, i.c.state == "open")
+    )
+    refs = (
+        select(r)
+        .join(g, (g.c.key == r.c.group_key) & (g.c.generation == r.c.group_generation))
+        .where(*of_open_group)
+    )
+    if models is None:
+        rows = conn.execute(incidents).all()
+        ref_rows = conn.execute(refs).all()
+    else:
+        keys = sorted(_group_keys(conn, models))
+        rows = _by_key(conn, incidents, i.c.group_key, keys)
+        ref_rows = _by_key(conn, refs, r.c.group_key, keys)
+    members: dict[tuple[str, int], list[Incident]] = {}
+    for row in rows:
+        incident = incident_from_mapping(dict(row._mapping))
+        members.setdefault((row.group_key, int(row.group_generation)), []).append(incident)
+    if models is not None:
+        # A model's incident may be open in another generation of the group: not this one.
+        wanted = set(models)
+        members = {k: found for k, found in members.items() if {x.model for x in found} & wanted}
+    sink_refs: dict[tuple[str, int], dict[SinkName, SinkRef]] = {}
+    for row in ref_rows:
+        sink_refs.setdefault((row.group_key, int(row.group_generation)), {})[row.sink] = SinkRef(
+            sink=row.sink, key=row.ref, url=row.url, data=dict(row.data)
+        )
+    return [
+        WatchedGroup(
+            key,
+            generation,
+            sink_refs.get((key, generation), {}),
+            tuple(sorted(members[key, generation], key=lambda x: x.id)),
+        )
+        for key, generation in sorted(members)
+    ]
+
+
+def _group_keys(conn: Connection, models: Sequence[Urn]) -> set[str]:
+    """The keys of the groups holding an open incident of ``models``."""
+    i = t.incidents
+    keys: set[str] = set()
+    for chunk in chunks(list(dict.fromkeys(models))):
+        query = select(i.c.group_key).where(
+            i.c.model.in_(chunk), i.c.state == "open", i.c.group_key.is_not(None)
+        )
+        keys.update(conn.execute(query).scalars())
+    return keys
+
+
+def _by_key(
+    conn: Connection, query: Select[Any], column: ColumnElement[Any], keys: list[str]
+) -> list[Row[Any]]:
+    """``query``'s rows whose ``column`` is one of ``keys``."""
+    rows: list[Row[Any]] = []
+    for chunk in chunks(keys):
+        rows += conn.execute(query.where(column.in_(chunk))).all()
+    return rows
 
 
 def incident_refs(conn: Connection, sink: SinkName) -> dict[tuple[str, int], SinkRef]:

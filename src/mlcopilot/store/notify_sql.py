@@ -34,6 +34,7 @@ from mlcopilot.notify.codec import with_infos, with_report
 from mlcopilot.notify.grouping import group_of, inhibitors
 from mlcopilot.notify.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.store import schema as t
+from mlcopilot.store.chunks import chunks
 from mlcopilot.store.rows import incident_from_mapping
 
 WRITEBACK_GROUP = "-"
@@ -85,16 +86,20 @@ def plan(
     folded_by = inhibitors(request.infos)
     roots = sorted({root for names in folded_by.values() for root in names})
     open_at = _open_roots_after(conn, changes, roots)
-    stored_open = _open_groups(conn, lock=lock)
-    next_generation = _max_generations(conn)
+    opening = {
+        (inc.id, inc.generation): group_of(inc, open_at, folded_by) for inc in changes.opened
+    }
+    known = _stored_groups_of(conn, [*changes.updated, *changes.resolved])
+    # Only the groups these changes touch are read (and locked): never the whole store's.
+    keys = sorted({key for key, _, _ in opening.values()} | {key for key, _ in known.values()})
+    stored_open = _open_groups(conn, keys, lock=lock)
+    next_generation = _max_generations(conn, keys)
     touched: dict[tuple[str, int], tuple[str, Urn]] = {}
-    for incident in changes.opened:
-        key, check, entity = group_of(incident, open_at, folded_by)
+    for incident_key, (key, check, entity) in opening.items():
         group = stored_open.get(key)
         generation = group.generation if group else next_generation.get(key, 0) + 1
-        result.assignments[(incident.id, incident.generation)] = (key, generation)
+        result.assignments[incident_key] = (key, generation)
         touched[(key, generation)] = (check, entity)
-    known = _stored_groups_of(conn, [*changes.updated, *changes.resolved])
     for key, generation in known.values():
         group = stored_open.get(key)
         if group is not None and group.generation == generation:
@@ -179,38 +184,61 @@ def _open_roots_after(
 ) -> dict[Urn, set[str]]:
     """Entity → which of the checks ``roots`` (those that fold others in) are open there.
 
-    As it will be once ``changes`` apply: stored open incidents not resolved by this scan,
+    For the entities of the incidents ``changes`` opens (the only ones grouping asks about),
+    as it will be once ``changes`` apply: stored open incidents not resolved by this scan,
     plus the ones it opens or sees again.
     """
     found: dict[Urn, set[str]] = {}
-    if not roots:
+    entities = sorted({inc.entity for inc in changes.opened})
+    if not roots or not entities:
         return found
     i = t.incidents
-    query = select(i.c.entity, i.c.check_name, i.c.id).where(
-        i.c.check_name.in_(roots), i.c.state != IncidentState.RESOLVED.value
-    )
     resolved = {inc.id for inc in changes.resolved}
-    for entity, check, incident_id in conn.execute(query):
-        if incident_id not in resolved:
-            found.setdefault(entity, set()).add(check)
+    for chunk in chunks(entities):
+        query = select(i.c.entity, i.c.check_name, i.c.id).where(
+            i.c.check_name.in_(roots),
+            i.c.state != IncidentState.RESOLVED.value,
+            i.c.entity.in_(chunk),
+        )
+        for entity, check, incident_id in conn.execute(query):
+            if incident_id not in resolved:
+                found.setdefault(entity, set()).add(check)
     for inc in (*changes.opened, *changes.updated):
         if inc.check in roots:
             found.setdefault(inc.entity, set()).add(inc.check)
     return found
 
 
-def _open_groups(conn: Connection, *, lock: bool) -> dict[str, StoredGroup]:
+def _open_groups(conn: Connection, keys: Sequence[str], *, lock: bool) -> dict[str, StoredGroup]:
+    """The unresolved generation of each group of ``keys`` that has one.
+
+    ``lock``: held ``FOR UPDATE`` on PostgreSQL until the transaction ends, taken in key order
+    so that two scanners locking overlapping groups wait for each other, never deadlock.
+    """
     g = t.notify_groups
-    query = select(g).where(g.c.state != GroupState.RESOLVED.value)
-    if lock and conn.dialect.name == "postgresql":
-        query = query.with_for_update()
-    return {row.key: _group_from(dict(row._mapping)) for row in conn.execute(query)}
+    found: dict[str, StoredGroup] = {}
+    for chunk in chunks(keys):
+        query = (
+            select(g)
+            .where(g.c.state != GroupState.RESOLVED.value, g.c.key.in_(chunk))
+            .order_by(g.c.key)
+        )
+        if lock and conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        found.update((row.key, _group_from(dict(row._mapping))) for row in conn.execute(query))
+    return found
 
 
-def _max_generations(conn: Connection) -> dict[str, int]:
+def _max_generations(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
+    """The newest generation of each group of ``keys`` that exists."""
     g = t.notify_groups
-    query = select(g.c.key, func.max(g.c.generation)).group_by(g.c.key)
-    return {key: int(gen) for key, gen in conn.execute(query)}
+    found: dict[str, int] = {}
+    for chunk in chunks(keys):
+        query = (
+            select(g.c.key, func.max(g.c.generation)).where(g.c.key.in_(chunk)).group_by(g.c.key)
+        )
+        found.update((key, int(gen)) for key, gen in conn.execute(query))
+    return found
 
 
 def _stored_groups_of(
@@ -222,9 +250,9 @@ def _stored_groups_of(
     wanted = {(inc.id, inc.generation) for inc in incidents}
     ids = sorted({inc.id for inc in incidents})
     found: dict[tuple[str, int], tuple[str, int]] = {}
-    for start in range(0, len(ids), 500):
+    for chunk in chunks(ids):
         query = select(i.c.id, i.c.generation, i.c.group_key, i.c.group_generation).where(
-            i.c.id.in_(ids[start : start + 500]), i.c.group_key.is_not(None)
+            i.c.id.in_(chunk), i.c.group_key.is_not(None)
         )
         for incident_id, generation, key, group_generation in conn.execute(query):
             if (incident_id, generation) in wanted:

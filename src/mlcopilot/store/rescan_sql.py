@@ -22,6 +22,7 @@ from mlcopilot.model import Urn
 from mlcopilot.protocols import RescanRequest
 from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
+from mlcopilot.store.chunks import chunks
 
 _REASON_LIMIT = 500
 _ERROR_LIMIT = 2000
@@ -119,21 +120,28 @@ def complete(
     now: datetime,
     again_at: datetime | None,
 ) -> int:
-    """Delete (or reschedule) the rows ``owner`` still holds; re-asked ones stay due now."""
+    """Delete (or reschedule) the rows ``owner`` still holds; re-asked ones stay due now.
+
+    Two statements per chunk whatever the number of requests: a watcher completes hundreds
+    per scan.
+    """
     r = t.rescan_requests
+    released = {"claimed_by": None, "claimed_at": None, "lease_until": None}
     done = 0
-    for item in requests:
-        held = and_(r.c.model == item.model, r.c.claimed_by == owner)
-        released = {"claimed_by": None, "claimed_at": None, "lease_until": None}
+    models = list(dict.fromkeys(item.model for item in requests))
+    for chunk in chunks(models):
+        held = and_(r.c.model.in_(chunk), r.c.claimed_by == owner)
         # Asked for again while being scanned: what changed may postdate what was read.
-        again = conn.execute(
-            update(r)
-            .where(held, r.c.requested_at > item.claimed_at)
-            .values(**released, attempts=0, last_error=None, due_at=now)
-        ).rowcount
-        if again:
-            done += 1
-            continue
+        # Released here, so they are no longer held for the statement after.
+        asked_again = r.c.requested_at > r.c.claimed_at
+        done += int(
+            conn.execute(
+                update(r)
+                .where(held, asked_again)
+                .values(**released, attempts=0, last_error=None, due_at=now)
+            ).rowcount
+            or 0
+        )
         if again_at is not None:
             result = conn.execute(
                 update(r)

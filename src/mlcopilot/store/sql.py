@@ -64,6 +64,7 @@ from mlcopilot.model import (
     OutboxItem,
     OutboxStatus,
     PlannedRow,
+    RecordedScan,
     Schema,
     SinkName,
     SinkRef,
@@ -74,6 +75,7 @@ from mlcopilot.notify.codec import problems
 from mlcopilot.protocols import RescanRequest
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
+from mlcopilot.store.chunks import chunks
 from mlcopilot.store.opening import (
     MissingStore,
     check_sqlite_file,
@@ -205,6 +207,17 @@ class SqlStore(ClosedOnExit):
         with self._read("reading baselines") as conn:
             return [_baseline_from(row) for row in conn.execute(query)]
 
+    def baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[Baseline]]:
+        """:meth:`baselines` of each of ``models`` (every one a key), a statement per chunk."""
+        b = t.baselines
+        found: dict[Urn, list[Baseline]] = {model: [] for model in models}
+        with self._read("reading baselines") as conn:
+            for chunk in chunks(list(found)):
+                query = select(b).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
+                for row in conn.execute(query):
+                    found[row.model].append(_baseline_from(row))
+        return found
+
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:
         """Insert or replace baselines, one per model and dataset (the last one given wins)."""
         if not baselines:
@@ -257,7 +270,7 @@ class SqlStore(ClosedOnExit):
         finished_at: datetime | None = None,
         baselines: Sequence[Baseline] = (),
         notify: NotifyRequest | None = None,
-    ) -> int:
+    ) -> RecordedScan:
         """Store a scan run and its incident changes in one transaction: all or nothing.
 
         ``opened`` incidents are inserted. ``updated`` ones get their severity, message, change,
@@ -277,7 +290,7 @@ class SqlStore(ClosedOnExit):
                 the DataHub write-back and for every notification group the changes touch.
 
         Returns:
-            The id of the stored scan run (increasing).
+            The id of the stored scan run (increasing), and the outbox rows planned.
 
         Raises:
             StoreConflict: Another process opened, resolved or removed one of these incidents
@@ -338,7 +351,7 @@ class SqlStore(ClosedOnExit):
                 self._update_open(conn, inc, values, "resolved")
             if planned is not None:
                 self._apply_plan(conn, planned, now=now, run_id=run_id)
-        return run_id
+        return RecordedScan(run_id, tuple(planned.rows) if planned is not None else ())
 
     def preview_notifications(
         self, changes: IncidentChanges, notify: NotifyRequest, *, now: datetime

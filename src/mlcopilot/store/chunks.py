@@ -1,0 +1,17 @@
+"""Long ``IN (...)`` lists in slices: a watcher scans hundreds of models at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+IN_CHUNK = 500
+"""Values bound per ``IN`` list: well under SQLite's and PostgreSQL's limits on parameters."""
+
+
+def chunks(values: Sequence[T], size: int = IN_CHUNK) -> Iterator[list[T]]:
+    """``values`` in order, ``size`` at a time."""
+    for start in range(0, len(values), size):
+        yield list(values[start : start + size])
