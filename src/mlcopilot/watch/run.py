@@ -16,6 +16,7 @@ from mlcopilot.settings import Settings
 from mlcopilot.watch.connect import CONNECT_WAIT_S, check_kafka, check_registry
 from mlcopilot.watch.events import CHANGE_LOG_ASPECTS
 from mlcopilot.watch.pipeline import pipeline_config
+from mlcopilot.watch.relays import LOG_FORMAT
 
 
 def config_for(
@@ -61,7 +62,7 @@ def watch(
             wrapping.
     """
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     logging.getLogger("mlcopilot.watch").setLevel(logging.INFO)
     if config["source"]["type"] == "kafka":
         # Before the action walks the catalog and starts scanning: a watcher that cannot

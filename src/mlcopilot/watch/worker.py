@@ -14,14 +14,8 @@ The threads of the watch process, each with its own state store connection:
 - the *lease* thread renews, every third of ``lease``, the claim on the requests the scanner
   holds, so a scan longer than the lease is never taken over by a second watcher while this
   one is alive; once it dies (SIGKILL, a lost node) renewals stop and the lease runs out.
-- a *relay lane* per configured sink (``datahub`` for the write-back, ``github``, ``slack``)
-  delivers that sink's outbox rows as ``mlcopilot outbox deliver`` does, under the outbox's
-  leases, so several watchers deliver each row once. The lanes run side by side, each with its
-  own :class:`~mlcopilot.notify.relay.Relay`, store connection and sink objects (SQLite and
-  SDK handles stay in the thread that made them): a write-back row costs several DataHub
-  requests, and Slack's rows must not queue behind them. A sink's rows stay in its lane, in
-  the order the outbox gives them. The write-back lane opens a catalog per pass with rows due,
-  for the same reason as the scanner.
+- the *relay lanes*, one per configured sink, deliver the outbox in a process of their own
+  (:mod:`mlcopilot.watch.relays`), woken after each scan's commit.
 
 Every scan's walks refresh the :class:`~mlcopilot.downstream.DownstreamIndex` the action
 reads.
@@ -34,7 +28,7 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -43,9 +37,10 @@ from mlcopilot.downstream import DownstreamIndex
 from mlcopilot.notify.codec import SinkName
 from mlcopilot.protocols import ALL_MODELS, Catalog, RescanRequest, StateStore, WalkLimits
 from mlcopilot.settings import Settings
+from mlcopilot.watch.relays import RelayProcess
 
 if TYPE_CHECKING:
-    from mlcopilot.notify.sinks.config import NotifySettings
+    pass
 
 log = logging.getLogger("mlcopilot.watch")
 
@@ -81,7 +76,7 @@ def owner_name() -> str:
 
 
 class Worker:
-    """The scanner, the lease renewal and the relay lanes of one watcher."""
+    """The scanner and the lease renewal of one watcher, and its relay process."""
 
     def __init__(
         self,
@@ -103,8 +98,7 @@ class Worker:
         self.owner = owner or owner_name()
         self._stop = threading.Event()
         self._work = threading.Event()
-        self._deliver: dict[SinkName, threading.Event] = {}
-        """One wake-up per relay lane: each lane clears its own."""
+        self._relays: RelayProcess | None = None
         self._threads: list[threading.Thread] = []
         self._held: list[RescanRequest] = []
         self._held_lock = threading.Lock()
@@ -124,7 +118,7 @@ class Worker:
         return writeback + notify.sinks
 
     def start(self) -> None:
-        """Ask for the start-up full rescan; start the scanner and one relay lane per sink."""
+        """Ask for the start-up full rescan; start the scanner and the relay process."""
         from mlcopilot.wiring import open_state
 
         lanes = self.lanes  # a settings error stops the start, before any thread runs
@@ -133,16 +127,14 @@ class Worker:
             store.request_rescans([ALL_MODELS], reason="watch started", now=_now())
         finally:
             store.close()
-        self._deliver = {lane: threading.Event() for lane in lanes}
-        threads = [threading.Thread(target=self._scanner, name="mlcopilot-watch-scanner")]
-        threads += [
-            threading.Thread(target=self._relay, args=(lane,), name=f"mlcopilot-watch-relay-{lane}")
-            for lane in lanes
-        ]
-        for thread in threads:
-            thread.daemon = True
-            thread.start()
-            self._threads.append(thread)
+        if lanes:
+            self._relays = RelayProcess(self._settings, lanes, self._options.retry_backoff)
+            self._relays.start()
+        scanner = threading.Thread(
+            target=self._scanner, name="mlcopilot-watch-scanner", daemon=True
+        )
+        scanner.start()
+        self._threads.append(scanner)
         self._lease_thread = threading.Thread(
             target=self._renewer, name="mlcopilot-watch-lease", daemon=True
         )
@@ -156,10 +148,10 @@ class Worker:
         """Stop after the scan in progress (if any) is committed; wait up to ``timeout``."""
         self._stop.set()
         self._work.set()
-        for wake in self._deliver.values():
-            wake.set()
         for thread in self._threads:
             thread.join(timeout)
+        if self._relays is not None:  # after the scanner: it may have committed rows to send
+            self._relays.stop(timeout)
         # Only now: the scan in progress keeps its claim until it has completed its requests.
         self._lease_stop.set()
         if self._lease_thread is not None:
@@ -288,8 +280,8 @@ class Worker:
                 f"{len(changes.opened)} opened, {len(changes.updated)} updated, "
                 f"{len(changes.resolved)} resolved"
             )
-            for wake in self._deliver.values():
-                wake.set()
+            if self._relays is not None:
+                self._relays.wake()
         interval = self._options.rescan_interval
         if full and interval is not None:
             full_rows = [r for r in claimed if r.model == ALL_MODELS]
@@ -314,64 +306,6 @@ class Worker:
             )
         except Exception as again:  # the lease expires and another claim retries it
             self._warn(f"watch: cannot record the failed rescan: {again}")
-
-    # --- the relay lanes
-
-    def _relay(self, lane: SinkName) -> None:
-        """Deliver ``lane``'s rows whenever some are due, until stopped."""
-        from mlcopilot.notify.sinks.config import NotifySettings
-        from mlcopilot.wiring import open_state
-
-        notify = NotifySettings.from_settings(self._settings)
-        wake = self._deliver[lane]
-        while not self._stop.is_set():
-            try:
-                store = open_state(self._settings, create=True)
-            except Exception as exc:
-                self._warn(f"watch: the {lane} relay cannot open the state database: {exc}")
-                self._stop.wait(self._options.retry_backoff.total_seconds())
-                continue
-            try:
-                while not self._stop.is_set():
-                    # Rows come due after a scan (now) or later (group_wait, retries, a lease
-                    # another relay let lapse): next_due is never later than the first of them.
-                    wake.wait(POLL)
-                    wake.clear()
-                    due = store.next_due(sinks=[lane])
-                    if due is None or due > _now():
-                        continue
-                    if not self._relay_pass(lane, notify, store):
-                        self._warn(f"watch: some {lane} deliveries failed; they stay in the outbox")
-            except Exception as exc:
-                self._warn(f"watch: delivering the {lane} outbox failed: {exc}")
-                self._stop.wait(POLL)
-            finally:
-                store.close()
-
-    def _relay_pass(self, lane: SinkName, notify: NotifySettings, store: StateStore) -> bool:
-        """One relay run over ``lane``'s due rows; whether it delivered all of them once.
-
-        The sinks are made per pass, in this lane's thread, as ``mlcopilot outbox deliver``
-        makes them; the write-back's catalog is opened for the pass so that it compares with
-        what DataHub holds now, not what an earlier pass cached.
-        """
-        from mlcopilot.notify.delivery import notification_sinks, relay
-        from mlcopilot.notify.relay import Relay, env_failpoint
-        from mlcopilot.wiring import open_catalog
-
-        clock = SystemClock()
-        if lane != "datahub":
-            sinks = [s for s in notification_sinks(notify, clock) if s.name == lane]
-            failpoint = env_failpoint(notify.failpoint)
-            return Relay(store, sinks, clock=clock, failpoint=failpoint).run().ok
-        catalog = open_catalog(self._settings.catalog_spec, self._settings)
-        try:
-            # The write-back alone: GitHub and Slack have lanes of their own.
-            only_writeback = replace(notify, github=None, slack=None)
-            relaying, _ = relay(only_writeback, catalog, store, clock)
-            return relaying.run().ok
-        finally:
-            catalog.close()
 
 
 def _reasons(claimed: Sequence[RescanRequest]) -> str:

@@ -1,0 +1,217 @@
+"""The watcher's relay lanes, in a process of their own.
+
+A *relay lane* per configured sink (``datahub`` for the write-back, ``github``, ``slack``)
+delivers that sink's outbox rows as ``mlcopilot outbox deliver`` does, under the outbox's
+leases, so several watchers deliver each row once. The lanes run side by side, each with its
+own :class:`~mlcopilot.notify.relay.Relay`, store connection and sink objects (SQLite and
+SDK handles stay in the thread that made them): a write-back row costs several DataHub
+requests, and Slack's rows must not queue behind them. A sink's rows stay in its lane, in
+the order the outbox gives them. The write-back lane opens a catalog per pass with rows due
+(a catalog caches what it read: a kept one would compare with what DataHub held before).
+
+Why a process: every row is several database round trips and an HTTP call, and a thread
+waiting on one gives up the interpreter; in the scanner's process it waited for the
+scanner's CPU-bound work at each of them, and at 50 events/s the Slack lane fell ever
+further behind (``benchmarks/watch.py``). The child is spawned (no fork of a threaded
+process), woken by the scanner after each commit, stopped with the watcher (SIGTERM: after
+the pass in progress), and exits at once when its parent dies without stopping it (SIGKILL,
+a lost node), as the lanes would have died with it: the rows it held come back to another
+relay once their lease runs out, checked against their sink first.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from mlcopilot.clock import SystemClock
+from mlcopilot.notify.codec import SinkName
+from mlcopilot.settings import Settings
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.synchronize import Event
+
+    from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.protocols import StateStore
+
+log = logging.getLogger("mlcopilot.watch")
+
+POLL = 1.0
+"""Seconds between two looks for rows due without a wake-up (group_wait, retries, a lease
+another relay let lapse)."""
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+"""How the watch process and its relay process print what they say."""
+
+
+class RelayProcess:
+    """One watcher's relay lanes in a child process: started, woken, stopped by the worker."""
+
+    def __init__(self, settings: Settings, lanes: tuple[SinkName, ...], backoff: timedelta):
+        context = multiprocessing.get_context("spawn")
+        self._wake = context.Event()
+        self._stop = context.Event()
+        self._process: BaseProcess = context.Process(
+            target=_child,
+            args=(settings, lanes, backoff, self._wake, self._stop),
+            name="mlcopilot-watch-relays",
+            daemon=True,
+        )
+
+    def start(self) -> None:
+        """Start the child (its lanes look for due rows at once)."""
+        self._process.start()
+
+    def wake(self) -> None:
+        """Rows were committed: look now rather than at the next poll."""
+        self._wake.set()
+
+    def stop(self, timeout: float) -> None:
+        """Stop after each lane's pass in progress; wait up to ``timeout``, then kill."""
+        self._stop.set()
+        self._wake.set()
+        if self._process.pid is None:
+            return
+        self._process.join(timeout)
+        if self._process.is_alive():
+            log.warning("watch: the relay process did not stop within %gs; killing it", timeout)
+            self._process.kill()
+            self._process.join(5)
+
+
+def _child(
+    settings: Settings,
+    lanes: tuple[SinkName, ...],
+    backoff: timedelta,
+    wake: Event,
+    stop: Event,
+) -> None:
+    """The relay process: one thread per lane until ``stop`` (or the parent's death)."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    # Ctrl-C reaches the whole process group: the parent decides when the lanes stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+        wake.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    threading.Thread(target=_exit_with_parent, name="mlcopilot-relay-parent", daemon=True).start()
+    running = Lanes(settings, lanes, backoff)
+    running.start()
+    while not stop.is_set():
+        if wake.wait(POLL):
+            wake.clear()
+            running.wake()
+    running.stop()
+
+
+def _exit_with_parent() -> None:
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    multiprocessing.connection.wait([parent.sentinel])
+    os._exit(1)  # the watcher died without stopping its lanes: die with it, as threads would
+
+
+class Lanes:
+    """The relay lanes as threads, each delivering its sink's due rows until stopped."""
+
+    def __init__(self, settings: Settings, lanes: tuple[SinkName, ...], backoff: timedelta):
+        self._settings = settings
+        self._backoff = backoff
+        self._stop = threading.Event()
+        self._wakes = {lane: threading.Event() for lane in lanes}
+        """One wake-up per lane: each lane clears its own."""
+        self._threads = [
+            threading.Thread(
+                target=self._relay, args=(lane,), name=f"mlcopilot-watch-relay-{lane}", daemon=True
+            )
+            for lane in lanes
+        ]
+
+    def start(self) -> None:
+        """Start one thread per lane."""
+        for thread in self._threads:
+            thread.start()
+
+    def wake(self) -> None:
+        """Every lane looks for due rows now."""
+        for wake in self._wakes.values():
+            wake.set()
+
+    def stop(self, timeout: float = 120.0) -> None:
+        """Stop after each lane's pass in progress; wait up to ``timeout``."""
+        self._stop.set()
+        self.wake()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def _relay(self, lane: SinkName) -> None:
+        """Deliver ``lane``'s rows whenever some are due, until stopped."""
+        from mlcopilot.notify.sinks.config import NotifySettings
+        from mlcopilot.wiring import open_state
+
+        notify = NotifySettings.from_settings(self._settings)
+        wake = self._wakes[lane]
+        while not self._stop.is_set():
+            try:
+                store = open_state(self._settings, create=True)
+            except Exception as exc:
+                log.warning("watch: the %s relay cannot open the state database: %s", lane, exc)
+                self._stop.wait(self._backoff.total_seconds())
+                continue
+            try:
+                while not self._stop.is_set():
+                    # Rows come due after a scan (now) or later (group_wait, retries, a lease
+                    # another relay let lapse): next_due is never later than the first of them.
+                    due = store.next_due(sinks=[lane])
+                    if due is not None and due <= _now() and not self._pass(lane, notify, store):
+                        log.warning(
+                            "watch: some %s deliveries failed; they stay in the outbox", lane
+                        )
+                    wake.wait(POLL)
+                    wake.clear()
+            except Exception as exc:
+                log.warning("watch: delivering the %s outbox failed: %s", lane, exc)
+                self._stop.wait(POLL)
+            finally:
+                store.close()
+
+    def _pass(self, lane: SinkName, notify: NotifySettings, store: StateStore) -> bool:
+        """One relay run over ``lane``'s due rows; whether it delivered all of them once.
+
+        The sinks are made per pass, in this lane's thread, as ``mlcopilot outbox deliver``
+        makes them; the write-back's catalog is opened for the pass so that it compares with
+        what DataHub holds now, not what an earlier pass cached.
+        """
+        from mlcopilot.notify.delivery import notification_sinks, relay
+        from mlcopilot.notify.relay import Relay, env_failpoint
+        from mlcopilot.wiring import open_catalog
+
+        clock = SystemClock()
+        if lane != "datahub":
+            sinks = [s for s in notification_sinks(notify, clock) if s.name == lane]
+            failpoint = env_failpoint(notify.failpoint)
+            return Relay(store, sinks, clock=clock, failpoint=failpoint).run().ok
+        catalog = open_catalog(self._settings.catalog_spec, self._settings)
+        try:
+            # The write-back alone: GitHub and Slack have lanes of their own.
+            only_writeback = replace(notify, github=None, slack=None)
+            relaying, _ = relay(only_writeback, catalog, store, clock)
+            return relaying.run().ok
+        finally:
+            catalog.close()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
