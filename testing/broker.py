@@ -409,6 +409,14 @@ def watch_env(
     }
 
 
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 class WatchProcess:
     """One ``mlcopilot watch`` subprocess (the installed console script), its output in a file."""
 
@@ -449,6 +457,26 @@ class WatchProcess:
         assert self.process is not None
         self.process.terminate()
         return self.process.wait(timeout=timeout)
+
+    def children(self) -> list[int]:
+        """The pids of the processes this watcher started (its relay lanes), from ``/proc``."""
+        assert self.process is not None
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                # ``pid (name) state ppid ...``: the name may hold spaces and parentheses
+                fields = (
+                    stat.read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()
+                )
+            except OSError:  # it exited meanwhile
+                continue
+            if int(fields[1]) == self.process.pid:
+                found.append(int(stat.parent.name))
+        return sorted(found)
+
+    def gone(self, pids: Sequence[int]) -> bool:
+        """Whether every one of ``pids`` has exited (a zombie not yet reaped counts as gone)."""
+        return not any(_running(pid) for pid in pids)
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no last commit, as a node lost."""

@@ -11,6 +11,7 @@ deadline; nothing sleeps a fixed time.
 from __future__ import annotations
 
 import sqlite3
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -238,7 +239,10 @@ def test_a_schema_change_event_opens_the_drift_incident_and_sigterm_exits_0(
         assert any("signup_date" in str(m) for m in home.slack.messages), home.slack.messages
         assert_no_duplicates(home)
 
+        relays = watcher.children()
+        assert relays, "no relay process"  # one per lane: the write-back, Slack
         assert watcher.terminate() == 0
+        assert watcher.gone(relays)  # stopped and joined by the watcher before it exited
     assert home.acked_all(events)
 
 
@@ -284,7 +288,14 @@ def test_sigkill_mid_scan_then_restart_loses_and_duplicates_nothing(
         # remembers that the model must be rescanned.
         watcher.wait_until(lambda: home.acked_all(events), "the events acked")
         watcher.wait_until(lambda: home.requested(MODEL), "the rescan request recorded")
+        relays = watcher.children()
+        assert relays, "no relay process"
         watcher.kill()
+        # Its relay lanes die with it, as threads would: none delivers on as an orphan.
+        deadline = time.monotonic() + 30
+        while not watcher.gone(relays) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert watcher.gone(relays), f"relay processes {relays} outlived the killed watcher"
     finally:
         lock.rollback()
         lock.close()

@@ -1,4 +1,4 @@
-"""The watcher's relay lanes, in a process of their own.
+"""The watcher's relay lanes, each in a process of its own.
 
 A *relay lane* per configured sink (``datahub`` for the write-back, ``github``, ``slack``)
 delivers that sink's outbox rows as ``mlcopilot outbox deliver`` does, under the outbox's
@@ -9,14 +9,15 @@ requests, and Slack's rows must not queue behind them. A sink's rows stay in its
 the order the outbox gives them. The write-back lane opens a catalog per pass with rows due
 (a catalog caches what it read: a kept one would compare with what DataHub held before).
 
-Why a process: every row is several database round trips and an HTTP call, and a thread
-waiting on one gives up the interpreter; in the scanner's process it waited for the
-scanner's CPU-bound work at each of them, and at 50 events/s the Slack lane fell ever
-further behind (``benchmarks/watch.py``). The child is spawned (no fork of a threaded
-process), woken by the scanner after each commit, stopped with the watcher (SIGTERM: after
-the pass in progress), and exits at once when its parent dies without stopping it (SIGKILL,
-a lost node), as the lanes would have died with it: the rows it held come back to another
-relay once their lease runs out, checked against their sink first.
+Why a process per lane: every row is several database round trips and an HTTP call, and a
+thread waiting on one gives up the interpreter; sharing it with the scanner's CPU-bound work,
+or with the write-back's (it serialises every aspect it emits), it waited for that work at each
+of them, and at 50 events/s the Slack lane fell ever further behind (``benchmarks/watch.py``).
+Each child is spawned (no fork of a threaded process), woken by the scanner after each commit,
+stopped with the watcher (SIGTERM: after the pass in progress), and exits at once when its
+parent dies without stopping it (SIGKILL, a lost node), as a thread would have died with it:
+the rows it held come back to another relay once their lease runs out, checked against their
+sink first.
 """
 
 from __future__ import annotations
@@ -53,16 +54,16 @@ LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 class RelayProcess:
-    """One watcher's relay lanes in a child process: started, woken, stopped by the worker."""
+    """A relay lane in a child process: started, woken, stopped by the worker."""
 
-    def __init__(self, settings: Settings, lanes: tuple[SinkName, ...], backoff: timedelta):
+    def __init__(self, settings: Settings, lane: SinkName, backoff: timedelta):
         context = multiprocessing.get_context("spawn")
         self._wake = context.Event()
         self._stop = context.Event()
         self._process: BaseProcess = context.Process(
             target=_child,
-            args=(settings, lanes, backoff, self._wake, self._stop),
-            name="mlcopilot-watch-relays",
+            args=(settings, (lane,), backoff, self._wake, self._stop),
+            name=f"mlcopilot-watch-relay-{lane}",
             daemon=True,
         )
 
@@ -82,7 +83,9 @@ class RelayProcess:
             return
         self._process.join(timeout)
         if self._process.is_alive():
-            log.warning("watch: the relay process did not stop within %gs; killing it", timeout)
+            log.warning(
+                "watch: %s did not stop within %gs; killing it", self._process.name, timeout
+            )
             self._process.kill()
             self._process.join(5)
 

@@ -14,8 +14,8 @@ The threads of the watch process, each with its own state store connection:
 - the *lease* thread renews, every third of ``lease``, the claim on the requests the scanner
   holds, so a scan longer than the lease is never taken over by a second watcher while this
   one is alive; once it dies (SIGKILL, a lost node) renewals stop and the lease runs out.
-- the *relay lanes*, one per configured sink, deliver the outbox in a process of their own
-  (:mod:`mlcopilot.watch.relays`), woken after each scan's commit.
+- the *relay lanes*, one per configured sink, each deliver that sink's outbox rows in a
+  process of its own (:mod:`mlcopilot.watch.relays`), woken after each scan's commit.
 
 Every scan's walks refresh the :class:`~mlcopilot.downstream.DownstreamIndex` the action
 reads.
@@ -98,7 +98,8 @@ class Worker:
         self.owner = owner or owner_name()
         self._stop = threading.Event()
         self._work = threading.Event()
-        self._relays: RelayProcess | None = None
+        self._relays: list[RelayProcess] = []
+        """One process per relay lane."""
         self._threads: list[threading.Thread] = []
         self._held: list[RescanRequest] = []
         self._held_lock = threading.Lock()
@@ -127,9 +128,11 @@ class Worker:
             store.request_rescans([ALL_MODELS], reason="watch started", now=_now())
         finally:
             store.close()
-        if lanes:
-            self._relays = RelayProcess(self._settings, lanes, self._options.retry_backoff)
-            self._relays.start()
+        self._relays = [
+            RelayProcess(self._settings, lane, self._options.retry_backoff) for lane in lanes
+        ]
+        for relays in self._relays:
+            relays.start()
         scanner = threading.Thread(
             target=self._scanner, name="mlcopilot-watch-scanner", daemon=True
         )
@@ -150,8 +153,8 @@ class Worker:
         self._work.set()
         for thread in self._threads:
             thread.join(timeout)
-        if self._relays is not None:  # after the scanner: it may have committed rows to send
-            self._relays.stop(timeout)
+        for relays in self._relays:  # after the scanner: it may have committed rows to send
+            relays.stop(timeout)
         # Only now: the scan in progress keeps its claim until it has completed its requests.
         self._lease_stop.set()
         if self._lease_thread is not None:
@@ -280,8 +283,8 @@ class Worker:
                 f"{len(changes.opened)} opened, {len(changes.updated)} updated, "
                 f"{len(changes.resolved)} resolved"
             )
-            if self._relays is not None:
-                self._relays.wake()
+            for relays in self._relays:
+                relays.wake()
         interval = self._options.rescan_interval
         if full and interval is not None:
             full_rows = [r for r in claimed if r.model == ALL_MODELS]
