@@ -234,9 +234,17 @@ class StateStore(OutboxStore, Protocol):
         ...
 
     def incidents(
-        self, *, model: Urn | None = None, include_resolved: bool = True
+        self,
+        *,
+        model: Urn | None = None,
+        include_resolved: bool = True,
+        models: Sequence[Urn] | None = None,
+        entities: Sequence[Urn] | None = None,
     ) -> list[Incident]:
-        """The latest generation of every incident (optionally of one model), newest first."""
+        """The latest generation of every incident, newest first (optionally filtered).
+
+        ``model``: of one model; ``models``: of these; ``entities``: on these.
+        """
         ...
 
     def get(self, incident_id: str) -> Incident | None:

@@ -284,13 +284,14 @@ def _scan(
     if not options.dry_run:
         acks = read_back(store, delivery.ack_sources, models, now=options.now)
     sinks = tuple(s.name for s in delivery.sinks)
-    scanned = set(models)
     # Stored incidents of checks not running now are still written back and notified.
     infos = infos_of(checks)
     for attempt in range(1, _CONFLICT_RETRIES + 1):
-        # One read of the store serves both: a second copy of every incident is not needed.
-        stored = store.incidents(include_resolved=True)
-        previous = [i for i in stored if i.model in scanned]
+        # The scanned models' incidents, and the open ones of other models on the same
+        # entities (a tag stays while any model has an open incident there): never the whole
+        # store's, which a watcher would read again every few seconds.
+        previous = store.incidents(models=models)
+        stored = _with_open_on(store, previous)
         changes = reconcile(
             previous,
             findings,
@@ -610,6 +611,18 @@ def _history(
     if isinstance(catalog, BatchedHistory):
         return catalog.schemas_at(wanted)
     return {(urn, when): catalog.schema_as_of(urn, when) for urn, when in dict.fromkeys(wanted)}
+
+
+def _with_open_on(store: StateStore, previous: Sequence[Incident]) -> list[Incident]:
+    """``previous`` and the open incidents of other models on the entities ``previous`` names.
+
+    Enough to plan the tags: an entity's tag is planned for an incident of the scanned models,
+    and one they had before (the entity is then in ``previous``) may be held by another's.
+    """
+    mine = {i.id for i in previous}
+    entities = sorted({i.entity for i in previous})
+    others = store.incidents(entities=entities, include_resolved=False) if entities else []
+    return [*previous, *(i for i in others if i.id not in mine)]
 
 
 def _after(previous: Sequence[Incident], changes: IncidentChanges) -> list[Incident]:

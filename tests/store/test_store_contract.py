@@ -16,6 +16,7 @@ from mlcopilot.incidents import CLEARED, reconcile
 from mlcopilot.model import (
     Baseline,
     Finding,
+    Incident,
     IncidentChanges,
     IncidentState,
     Schema,
@@ -544,3 +545,24 @@ def test_store_satisfies_the_protocol(store: SqlStore) -> None:
 
     as_protocol: StateStore = store
     assert as_protocol.incidents() == []
+
+
+def test_incidents_of_models_or_on_entities(store: SqlStore) -> None:
+    churn_ds = finding(model=MODEL, entity=DS)
+    churn_ds2 = finding(model=MODEL, entity=DS2)
+    ltv_ds = finding(model=OTHER_MODEL, entity=DS)
+    scan(store, [churn_ds, churn_ds2, ltv_ds], T0)
+    scan(store, [churn_ds, churn_ds2], T1)  # ltv's resolves
+
+    def ids(incidents: list[Incident]) -> list[str]:
+        return sorted(i.id for i in incidents)
+
+    many = [f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,m{n},PROD)" for n in range(1200)]
+    assert ids(store.incidents(models=[MODEL])) == sorted([churn_ds.id, churn_ds2.id])
+    # more models than one IN list holds: the same answer, in the same order
+    assert store.incidents(models=[*many, MODEL, OTHER_MODEL]) == store.incidents()
+    assert ids(store.incidents(entities=[DS])) == sorted([churn_ds.id, ltv_ds.id])
+    assert ids(store.incidents(entities=[DS], include_resolved=False)) == [churn_ds.id]
+    assert store.incidents(models=[]) == []
+    with pytest.raises(ValueError, match="not both"):
+        store.incidents(models=[MODEL], entities=[DS])

@@ -228,30 +228,56 @@ class SqlStore(ClosedOnExit):
     # --- incidents
 
     def incidents(
-        self, *, model: Urn | None = None, include_resolved: bool = True
+        self,
+        *,
+        model: Urn | None = None,
+        include_resolved: bool = True,
+        models: Sequence[Urn] | None = None,
+        entities: Sequence[Urn] | None = None,
     ) -> list[Incident]:
-        """The latest generation of every incident (optionally of one model), newest first.
+        """The latest generation of every incident (optionally filtered), newest first.
 
         Args:
             model: Only this model's incidents.
             include_resolved: False to leave out incidents whose latest generation is resolved.
+            models: Only these models' incidents (what a scan of them reconciles against,
+                rather than every incident in the store).
+            entities: Only incidents on these entities.
 
         Returns:
             Incidents ordered by ``opened_at``, newest first, then by id.
         """
         i = t.incidents
-        latest = select(i.c.id, func.max(i.c.generation).label("generation")).group_by(i.c.id)
-        if model is not None:
-            latest = latest.where(i.c.model == model)
-        newest = latest.subquery("latest")
-        query = select(i).join(
-            newest, and_(i.c.id == newest.c.id, i.c.generation == newest.c.generation)
-        )
-        if not include_resolved:
-            query = query.where(i.c.state != IncidentState.RESOLVED.value)
-        query = query.order_by(i.c.opened_at.desc(), i.c.id)
+        wanted: list[tuple[Any, list[Urn]]] = []
+        if models is not None:
+            wanted.append((i.c.model, list(dict.fromkeys(models))))
+        if entities is not None:
+            wanted.append((i.c.entity, list(dict.fromkeys(entities))))
+        if len(wanted) > 1:
+            raise ValueError("incidents(): give models or entities, not both")
+        column, values = wanted[0] if wanted else (None, [])
+        slices: list[list[Urn] | None] = list(chunks(values)) if column is not None else [None]
+        found: list[Incident] = []
         with self._read("reading incidents") as conn:
-            return [_incident_from(row) for row in conn.execute(query)]
+            for chunk in slices:
+                latest = select(i.c.id, func.max(i.c.generation).label("generation")).group_by(
+                    i.c.id
+                )
+                if model is not None:
+                    latest = latest.where(i.c.model == model)
+                if column is not None and chunk is not None:
+                    latest = latest.where(column.in_(chunk))
+                newest = latest.subquery("latest")
+                query = select(i).join(
+                    newest, and_(i.c.id == newest.c.id, i.c.generation == newest.c.generation)
+                )
+                if not include_resolved:
+                    query = query.where(i.c.state != IncidentState.RESOLVED.value)
+                found += [_incident_from(row) for row in conn.execute(query)]
+        # An incident keeps its model and entity across generations: no id is in two chunks.
+        found.sort(key=lambda x: x.id)
+        found.sort(key=lambda x: x.opened_at, reverse=True)
+        return found
 
     def get(self, incident_id: str) -> Incident | None:
         """The latest generation of one incident, or None when the id is unknown."""
