@@ -205,7 +205,6 @@ class Observer:
         self.samples: list[dict[str, float]] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._last_rowid = 0
 
     def start(self) -> None:
         """Start polling."""
@@ -221,17 +220,23 @@ class Observer:
             thread.join(30)
 
     def _incidents(self) -> None:
-        # Only drift incidents on the dropped column not seen yet: the query stays small.
+        # Only the drift incidents of the newest scan runs: a scan's incidents commit at once,
+        # and runs commit in order (one watcher), so re-reading from the newest run seen
+        # misses none. Reading every incident since the start 20 times a second took CPU
+        # this shared machine's watcher needed (thousands of rows a poll by the end).
         seen_entities: set[str] = set()
+        newest_run = 0
         while not self._stop.is_set():
             rows = self.state.rows(
-                "SELECT entity FROM incidents WHERE check_name = 'schema_drift' "
-                "AND field = :field AND opened_at >= :since",
+                "SELECT entity, last_run_id FROM incidents WHERE check_name = 'schema_drift' "
+                "AND field = :field AND opened_at >= :since AND last_run_id >= :run",
                 field=DROPPED,
                 since=self.state.since,
+                run=newest_run,
             )
             seen = time.time()
-            for (entity,) in rows:
+            for entity, run in rows:
+                newest_run = max(newest_run, int(run))
                 if entity not in seen_entities:
                     seen_entities.add(entity)
                     self.committed_at.setdefault(entity, seen)

@@ -25,12 +25,20 @@ from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
 
 _BLOCKING = (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value, OutboxStatus.DEAD.value)
+CLAIM_WINDOW = 50
+"""Due rows a claim considers at once, oldest first (see :func:`claim`)."""
 
 
 def claim(
     conn: Connection, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta
 ) -> OutboxItem | None:
-    """Take the next deliverable row of ``sinks`` for ``owner`` (None: nothing is due)."""
+    """Take the next deliverable row of ``sinks`` for ``owner`` (None: nothing is due).
+
+    The due rows are looked at :data:`CLAIM_WINDOW` at a time, oldest first, and only those
+    are checked for an undelivered predecessor: asked of every due row at once, the check ran
+    once per row of a backlog for each claim (15 ms a claim with 3,000 rows waiting on
+    PostgreSQL), so a relay slowed down as it fell behind.
+    """
     o = t.outbox
     earlier = o.alias("earlier")
     blocked = (
@@ -47,26 +55,31 @@ def claim(
         )
         .exists()
     )
-    query = (
-        select(o)
-        .where(
-            o.c.sink.in_(list(sinks)),
-            o.c.not_before <= now,
-            o.c.next_attempt_at <= now,
-            or_(
-                o.c.status == OutboxStatus.PENDING.value,
-                and_(o.c.status == OutboxStatus.SENDING.value, o.c.lease_expires_at <= now),
-            ),
-            ~blocked,
-        )
-        .order_by(o.c.id)
-        .limit(1)
+    due = (
+        o.c.sink.in_(list(sinks)),
+        o.c.not_before <= now,
+        o.c.next_attempt_at <= now,
+        or_(
+            o.c.status == OutboxStatus.PENDING.value,
+            and_(o.c.status == OutboxStatus.SENDING.value, o.c.lease_expires_at <= now),
+        ),
     )
-    if conn.dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True, of=o)
-    row = conn.execute(query).first()
-    if row is None:
-        return None
+    after = 0
+    while True:
+        window = list(
+            conn.execute(
+                select(o.c.id).where(*due, o.c.id > after).order_by(o.c.id).limit(CLAIM_WINDOW)
+            ).scalars()
+        )
+        if not window:
+            return None
+        query = select(o).where(o.c.id.in_(window), *due, ~blocked).order_by(o.c.id).limit(1)
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True, of=o)
+        row = conn.execute(query).first()
+        if row is not None:
+            break
+        after = window[-1]  # every one of these is blocked or being claimed: look further
     m = dict(row._mapping)
     # A row still "sending" was being delivered by a relay that died: it may have landed.
     uncertain = bool(m["uncertain"]) or m["status"] == OutboxStatus.SENDING.value
