@@ -409,12 +409,21 @@ def watch_env(
     }
 
 
-def _running(pid: int) -> bool:
+def _proc_stat(pid: int | str) -> list[str] | None:
+    """``/proc/PID/stat`` after the name: ``[state, ppid, ...]`` (None: no such process).
+
+    The name is in parentheses and may hold spaces and parentheses itself.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _running(pid: int) -> bool:
+    fields = _proc_stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 class WatchProcess:
@@ -462,16 +471,10 @@ class WatchProcess:
         """The pids of the processes this watcher started (its relay lanes), from ``/proc``."""
         assert self.process is not None
         found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                # ``pid (name) state ppid ...``: the name may hold spaces and parentheses
-                fields = (
-                    stat.read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()
-                )
-            except OSError:  # it exited meanwhile
-                continue
-            if int(fields[1]) == self.process.pid:
-                found.append(int(stat.parent.name))
+        for entry in Path("/proc").glob("[0-9]*"):
+            fields = _proc_stat(entry.name)
+            if fields is not None and int(fields[1]) == self.process.pid:
+                found.append(int(entry.name))
         return sorted(found)
 
     def gone(self, pids: Sequence[int]) -> bool:
