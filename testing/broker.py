@@ -477,9 +477,19 @@ class WatchProcess:
                 found.append(int(entry.name))
         return sorted(found)
 
-    def gone(self, pids: Sequence[int]) -> bool:
-        """Whether every one of ``pids`` has exited (a zombie not yet reaped counts as gone)."""
-        return not any(_running(pid) for pid in pids)
+    def gone(self, pids: Sequence[int], *, within: float = 30.0) -> bool:
+        """Whether every one of ``pids`` exits within ``within`` seconds (a zombie not yet
+        reaped counts as gone).
+
+        Not at once: multiprocessing's resource tracker, a child too, exits only once it has
+        read the end of its pipe from the watcher that just exited.
+        """
+        deadline = time.monotonic() + within
+        while any(_running(pid) for pid in pids):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no last commit, as a node lost."""

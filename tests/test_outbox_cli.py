@@ -111,10 +111,10 @@ def test_a_row_under_a_dead_relays_lease_exits_5_and_says_when_it_goes_out(cli: 
     assert runner.invoke(app, ["scan", *common, "--now", DAY1, "--no-deliver"]).exit_code == 0
     with open_store(common[3]) as store:  # a relay claimed one row, then its process died
         now = datetime.now(UTC)
-        claimed = store.claim(
+        (claim,) = store.claim(
             sinks=["github"], owner="ci-7:4242:dead", now=now, lease=timedelta(minutes=2)
         )
-    assert claimed is not None
+    claimed = claim.item
     delivered = runner.invoke(app, ["outbox", "deliver", *common])
     assert delivered.exit_code == 5, delivered.output
     said = " ".join(delivered.output.split())

@@ -18,6 +18,7 @@ from mlcopilot.model import (
     Baseline,
     CheckInfo,
     CheckOutcome,
+    Claimed,
     ColumnUsage,
     Delivered,
     Edge,
@@ -172,9 +173,27 @@ class OutboxStore(Protocol):
     """The state store's side of the outbox, as the relay uses it."""
 
     def claim(
-        self, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta
-    ) -> OutboxItem | None:
-        """Take the next deliverable row (due, first of its group and sink) for ``owner``."""
+        self,
+        *,
+        sinks: Sequence[SinkName],
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        limit: int = 1,
+    ) -> list[Claimed]:
+        """Take up to ``limit`` deliverable rows for ``owner``, oldest first (none: none due).
+
+        Deliverable: due, and the first undelivered row of its group and sink. Each comes with
+        its group's stored sink reference.
+        """
+        ...
+
+    def release(self, items: Sequence[OutboxItem], *, owner: str) -> None:
+        """Give back rows ``owner`` claimed and did not try: ``pending`` again.
+
+        The claim's attempt is not counted; a row some relay had left ``sending`` stays
+        uncertain.
+        """
         ...
 
     def complete(

@@ -96,10 +96,10 @@ def test_a_row_under_a_dead_relays_lease_is_not_delivered_and_says_when_it_will_
         w.script = PII
         committed(w)
         with w.store() as store:  # a relay that claimed the row, then died
-            claimed = store.claim(
+            (claim,) = store.claim(
                 sinks=["github"], owner="ci-7:4242:dead", now=w.clock.now(), lease=LEASE
             )
-        assert claimed is not None
+        claimed = claim.item
         expires = w.clock.now() + LEASE
         rerun = relay_github(w, "relay-b")
         assert not rerun.ok
@@ -191,4 +191,78 @@ def test_a_run_claims_nothing_after_its_deadline_and_says_rows_are_left(tmp_path
         assert len(report.delivered) == 1
         assert [r.status for r in github_rows(w)].count(OutboxStatus.PENDING) == 1
         assert relay_github(w, "next-run").ok
+        assert len(w.github.issues) == 2
+
+
+TWO_GROUPS: Script = {
+    "pii_exposure": {CUSTOMERS: [("a", Severity.HIGH, None)]},
+    "schema_drift": {CUSTOMERS: [("b", Severity.CRITICAL, "removed")]},
+}
+
+
+def test_rows_claimed_with_a_failed_one_go_back_untried(tmp_path: Path) -> None:
+    with world(tmp_path, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = TWO_GROUPS
+        committed(w)
+        w.github.fail("POST", r"/repos/acme/ml-alerts/issues", 502, {"message": "bad gateway"})
+        report = relay_github(w, "relay-a")  # one claim takes both opens
+        assert report.skipped_sinks == {"github": "failed in this run; its rows wait for the next"}
+        ((failed, _),) = report.retrying
+        (other,) = [r for r in github_rows(w) if r.id != failed.id]
+        assert other.status is OutboxStatus.PENDING
+        assert other.lease_owner is None
+        assert other.attempts == 0  # claimed, never tried: no attempt spent
+        assert not other.uncertain
+        w.clock.advance(timedelta(hours=1))
+        assert relay_github(w, "relay-b").ok
+        assert len(w.github.issues) == 2
+
+
+def test_a_rate_limit_gives_back_every_claimed_row_before_it_waits(tmp_path: Path) -> None:
+    with world(tmp_path, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = TWO_GROUPS
+        committed(w)
+        w.github.fail(
+            "POST",
+            r"/repos/acme/ml-alerts/issues",
+            403,
+            {"message": "secondary rate limit"},
+            {"retry-after": "30"},
+        )
+        during: list[OutboxItem] = []
+        sleep = w.clock.sleep
+
+        def look_while_waiting(seconds: float) -> None:
+            if seconds >= 30:
+                during.extend(github_rows(w))
+            sleep(seconds)
+
+        w.clock.sleep = look_while_waiting  # type: ignore[method-assign]
+        assert relay_github(w, "relay-a").ok
+        assert [(r.status, r.lease_owner) for r in during] == [(OutboxStatus.PENDING, None)] * 2
+        assert len(w.github.issues) == 2
+
+
+def test_a_claimed_row_is_sent_with_at_least_half_its_lease_left(tmp_path: Path) -> None:
+    with world(tmp_path, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = TWO_GROUPS
+        committed(w)
+        left: list[timedelta] = []
+
+        def slow_sends(name: str) -> None:
+            # Each send takes 70 s: the second row of the batch would go out with 50 s of
+            # its lease left, and be taken over by another relay while it is being sent.
+            if name.startswith("before_send:"):
+                # The row about to go out: the oldest one claimed (rows go out in order).
+                sending = min(
+                    (r for r in github_rows(w) if r.status is OutboxStatus.SENDING),
+                    key=lambda r: r.id,
+                )
+                assert sending.lease_expires_at is not None
+                left.append(sending.lease_expires_at - w.clock.now())
+                w.clock.advance(timedelta(seconds=70))
+
+        assert relay_github(w, "relay-a", slow_sends).ok
+        assert len(left) == 2
+        assert min(left) >= LEASE / 2
         assert len(w.github.issues) == 2

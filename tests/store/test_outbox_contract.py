@@ -41,7 +41,8 @@ def claim(
     owner: str = "me",
     sinks: Sequence[SinkName] = ("github", "slack", "datahub"),
 ) -> OutboxItem | None:
-    return store.claim(sinks=list(sinks), owner=owner, now=now, lease=LEASE)
+    claimed = store.claim(sinks=list(sinks), owner=owner, now=now, lease=LEASE)
+    return claimed[0].item if claimed else None
 
 
 def test_a_scan_commits_incidents_and_their_outbox_rows_together(
@@ -108,8 +109,8 @@ def test_the_database_refuses_a_second_row_with_the_same_dedupe_key(
 
 def test_claims_follow_the_order_within_a_group(store: SqlStore) -> None:
     record(store, [finding()], T0)
-    first = store.claim(sinks=["github"], owner="me", now=T0, lease=timedelta(days=1))
-    assert first is not None
+    (claimed,) = store.claim(sinks=["github"], owner="me", now=T0, lease=timedelta(days=1))
+    first = claimed.item
     assert first.action == "open"
     record(store, [finding(), finding("phone")], T0 + timedelta(hours=1))  # an update
     now = T0 + timedelta(hours=2)
@@ -119,6 +120,45 @@ def test_claims_follow_the_order_within_a_group(store: SqlStore) -> None:
     assert second is not None
     assert second.action == "update"
     assert store.sink_ref(first.group_key, 1, "github") == SinkRef("github", "7", None, {})
+
+
+def test_a_batch_claim_takes_one_row_per_group_with_its_sink_reference(store: SqlStore) -> None:
+    for n in range(3):
+        record(store, [finding(entity=f"{DS}{n}")], T0)
+    day = timedelta(days=1)
+    opens = store.claim(sinks=["github"], owner="me", now=T0, lease=day, limit=10)
+    assert [c.item.action for c in opens] == ["open"] * 3
+    assert [c.ref for c in opens] == [None] * 3
+    first = opens[0].item
+    store.complete(first, Delivered(ref=SinkRef("github", "7")), owner="me", now=T0)
+    for n in range(3):  # each group gets an update; two of them wait behind their open
+        record(store, [finding(entity=f"{DS}{n}"), finding("phone", entity=f"{DS}{n}")], T0)
+    now = T0 + timedelta(hours=1)  # the other two opens are still being sent
+    (update,) = store.claim(sinks=["github"], owner="me", now=now, lease=LEASE, limit=10)
+    assert (update.item.action, update.item.group_key) == ("update", first.group_key)
+    assert update.ref == SinkRef("github", "7", None, {})
+
+
+def test_released_rows_are_pending_again_as_they_were(store: SqlStore) -> None:
+    for n in range(3):
+        record(store, [finding(entity=f"{DS}{n}")], T0)
+    dead = store.claim(sinks=["slack"], owner="dead", now=T0, lease=LEASE, limit=1)
+    taken = store.claim(sinks=["slack"], owner="me", now=T0 + LEASE, lease=LEASE, limit=10)
+    assert taken[0].item.id == dead[0].item.id  # its lease ran out: taken over
+    assert [c.item.uncertain for c in taken] == [True, False, False]
+    store.release([c.item for c in taken[1:]], owner="someone else")  # not theirs: no effect
+    store.release([c.item for c in taken], owner="me")
+    rows = {r.id: r for r in store.outbox() if r.sink == "slack"}
+    assert {r.status for r in rows.values()} == {OutboxStatus.PENDING}
+    assert {r.lease_owner for r in rows.values()} == {None}
+    # The dead relay's attempt counts (it may have sent); the released claims do not.
+    assert [(rows[c.item.id].attempts, rows[c.item.id].uncertain) for c in taken] == [
+        (1, True),
+        (0, False),
+        (0, False),
+    ]
+    again = store.claim(sinks=["slack"], owner="me", now=T0 + LEASE, lease=LEASE, limit=10)
+    assert [c.item.id for c in again] == [c.item.id for c in taken]
 
 
 def test_a_change_before_the_open_was_sent_folds_into_it(store: SqlStore) -> None:
@@ -171,7 +211,8 @@ def test_failures_back_off_then_die_and_retry_revives(store: SqlStore) -> None:
     assert revived.attempts == 1
 
 
-def test_concurrent_relays_never_claim_the_same_row(store_url: str) -> None:
+@pytest.mark.parametrize("batch", [1, 4])
+def test_concurrent_relays_never_claim_the_same_row(store_url: str, batch: int) -> None:
     with open_store(store_url) as setup:
         for n in range(6):
             record(setup, [finding(f"f{n}", entity=f"{DS}{n}")], T0 + timedelta(seconds=n))
@@ -182,10 +223,15 @@ def test_concurrent_relays_never_claim_the_same_row(store_url: str) -> None:
     def relay(owner: str) -> None:
         with open_store(store_url) as mine:
             barrier.wait(timeout=10)
-            while (item := claim(mine, T0 + timedelta(hours=1), owner=owner)) is not None:
+            now = T0 + timedelta(hours=1)
+            sinks: list[SinkName] = ["github", "slack", "datahub"]
+            while claimed := mine.claim(
+                sinks=sinks, owner=owner, now=now, lease=LEASE, limit=batch
+            ):
                 with lock:
-                    taken.append(item.id)
-                mine.complete(item, Delivered(), owner=owner, now=T0 + timedelta(hours=1))
+                    taken.extend(c.item.id for c in claimed)
+                for c in claimed:
+                    mine.complete(c.item, Delivered(), owner=owner, now=now)
 
     threads = [threading.Thread(target=relay, args=(f"r{n}",)) for n in range(3)]
     for thread in threads:

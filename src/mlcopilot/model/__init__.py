@@ -55,6 +55,7 @@ from mlcopilot.model.findings import (
 from mlcopilot.model.notify import (
     NOTIFY_SINKS,
     Action,
+    Claimed,
     Delivered,
     GroupSnapshot,
     GroupState,
@@ -98,6 +99,7 @@ __all__ = [
     "ChangeKind",
     "CheckInfo",
     "CheckOutcome",
+    "Claimed",
     "ColumnEdge",
     "ColumnUsage",
     "CoverageGap",

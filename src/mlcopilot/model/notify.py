@@ -162,6 +162,16 @@ class SinkRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Claimed:
+    """An outbox row a relay claimed, with where its group already lives in the row's sink."""
+
+    item: OutboxItem
+    ref: SinkRef | None = None
+    """The group's issue or root message, once its ``open`` was delivered (never for a
+    write-back row)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Delivered:
     """What a sink did: the reference to remember (if new) and any warning to report."""
 

@@ -1,9 +1,10 @@
 """The relay: delivers committed outbox rows to DataHub, GitHub and Slack, at least once.
 
-Each row is claimed (``sending``, with a lease), handed to its sink, then marked ``done`` in
-the state store; a sink failure puts it back to ``pending`` with capped, fully jittered
-exponential backoff (AWS's formula), or makes it ``dead`` with the last error (redacted) once
-the attempts are spent or the error is permanent. Rate limits are honoured, not counted as
+Rows are claimed a batch at a time (``sending``, with a lease), each handed to its sink, then
+marked ``done`` in the state store; claimed rows a run does not try go back to ``pending``. A
+sink failure puts a row back to ``pending`` with capped, fully jittered exponential backoff
+(AWS's formula), or makes it ``dead`` with the last error (redacted) once the attempts are
+spent or the error is permanent. Rate limits are honoured, not counted as
 attempts: a short wait happens here (on the clock, after the row went back to ``pending``, so
 no wait outlives the lease), a long one reschedules the row. Every wait is bounded: at least
 ``min_wait``, at most ``max_rate_limited`` rate-limited tries of one row and
@@ -31,11 +32,13 @@ import os
 import random
 import socket
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from mlcopilot.clock import Clock
+from mlcopilot.model import Claimed
 from mlcopilot.notify.codec import (
     Delivered,
     DeliveryError,
@@ -50,6 +53,10 @@ from mlcopilot.redact import redact, redact_exception
 log = logging.getLogger(__name__)
 
 Failpoint = Callable[[str], None]
+CLAIM_BATCH = 20
+"""Rows one claim takes: a transaction per claim rather than per row (each row still has one
+of its own when it is done), while a row waits at most a batch's worth of sends under its
+lease before its turn, and rows this run will not try go back (:meth:`Relay._release`)."""
 _FOREVER = datetime.max.replace(tzinfo=UTC)
 
 
@@ -149,6 +156,7 @@ class Relay:
         failpoint: Failpoint = no_failpoint,
         owner: str | None = None,
         rng: random.Random | None = None,
+        batch: int = CLAIM_BATCH,
     ) -> None:
         self._store = store
         self._sinks: dict[SinkName, Sink] = {s.name: s for s in sinks}
@@ -157,6 +165,10 @@ class Relay:
         self._failpoint = failpoint
         self._owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._rng = rng or random.Random()
+        self._batch = batch
+        self._claimed: deque[Claimed] = deque()
+        """Rows claimed and not yet tried, oldest first (each of a different group)."""
+        self._claimed_at = clock.now()
         # Per run (reset by run()): the linger deadline, the hard one, rate limits so far.
         self._deadline = clock.now()
         self._hard_deadline = self._deadline
@@ -177,35 +189,64 @@ class Relay:
         self._limited_row = {}
         self._limited_run = 0
         paused: dict[SinkName, datetime] = {}
-        while True:
-            now = self._clock.now()
-            active = [s for s in self._sinks if paused.get(s, now) <= now]
-            if active and now >= self._hard_deadline:
-                due = self._store.next_due(sinks=active)
-                if due is not None and due <= now:
-                    report.stopped = _stopped(_span(now - started), report.dead, active)
-                    report.pending_left = True
-                    log.warning("outbox: %s", report.stopped)
-                break
-            item = None
-            if active:
-                item = self._store.claim(
-                    sinks=active, owner=self._owner, now=now, lease=self._retry.lease
-                )
-            if item is not None:
-                self._deliver(item, report, paused)
-                continue
-            wake = self._next_wake(paused)
-            report.pending_left = wake is not None
-            # Due but not claimable means blocked (behind a dead row, or leased): stop.
-            if wake is None or wake > self._deadline or wake <= now:
-                break
-            self._clock.sleep((wake - now).total_seconds())
+        try:
+            while True:
+                now = self._clock.now()
+                active = [s for s in self._sinks if paused.get(s, now) <= now]
+                if active and now >= self._hard_deadline:
+                    self._release(list(self._claimed))
+                    due = self._store.next_due(sinks=active)
+                    if due is not None and due <= now:
+                        report.stopped = _stopped(_span(now - started), report.dead, active)
+                        report.pending_left = True
+                        log.warning("outbox: %s", report.stopped)
+                    break
+                self._release_unready(active, now)
+                if not self._claimed and active:
+                    self._claim(active, now)
+                if self._claimed:
+                    self._deliver(self._claimed.popleft(), report, paused)
+                    continue
+                wake = self._next_wake(paused)
+                report.pending_left = wake is not None
+                # Due but not claimable means blocked (behind a dead row, or leased): stop.
+                if wake is None or wake > self._deadline or wake <= now:
+                    break
+                self._clock.sleep((wake - now).total_seconds())
+        finally:
+            self._release(list(self._claimed))  # an error, an interrupt: not tried, not lost
         for sink, until in paused.items():
             if until == _FOREVER:
                 report.skipped_sinks[sink] = "failed in this run; its rows wait for the next"
         self._report_held(report)
         return report
+
+    def _claim(self, sinks: list[SinkName], now: datetime) -> None:
+        self._claimed.extend(
+            self._store.claim(
+                sinks=sinks, owner=self._owner, now=now, lease=self._retry.lease, limit=self._batch
+            )
+        )
+        self._claimed_at = now
+
+    def _release_unready(self, active: list[SinkName], now: datetime) -> None:
+        """Give back claimed rows this run will not send soon.
+
+        Their sink is paused (it failed or is rate limited), or half their lease is gone
+        (they are claimed afresh).
+        """
+        if now - self._claimed_at >= self._retry.lease / 2:
+            unready = list(self._claimed)
+        else:
+            unready = [c for c in self._claimed if c.item.sink not in active]
+        if unready:
+            self._claimed = deque(c for c in self._claimed if c not in unready)
+            self._release(unready)
+
+    def _release(self, claimed: list[Claimed]) -> None:
+        if claimed:
+            self._store.release([c.item for c in claimed], owner=self._owner)
+            self._claimed = deque(c for c in self._claimed if c not in claimed)
 
     def _next_wake(self, paused: dict[SinkName, datetime]) -> datetime | None:
         times = []
@@ -236,12 +277,10 @@ class Relay:
             log.warning("outbox row %s: %s", item.id, reason)
 
     def _deliver(
-        self, item: OutboxItem, report: RelayReport, paused: dict[SinkName, datetime]
+        self, claimed: Claimed, report: RelayReport, paused: dict[SinkName, datetime]
     ) -> None:
+        item, ref = claimed.item, claimed.ref
         sink = self._sinks[item.sink]
-        ref = None
-        if item.action != "writeback":
-            ref = self._store.sink_ref(item.group_key, item.group_generation, item.sink)
         self._failpoint(f"before_send:{item.sink}")
         try:
             delivered = sink.deliver(item, ref)

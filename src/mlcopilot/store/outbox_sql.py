@@ -1,7 +1,8 @@
-"""The relay's side of the outbox in SQL: claim a row, then mark it done, retried or dead.
+"""The relay's side of the outbox in SQL: claim rows, then mark each done, retried or dead.
 
-A claim takes the oldest due row whose predecessors in the same (sink, group) are all done,
-so an issue is created before it is commented on and closed. PostgreSQL claims with
+A claim takes the oldest due rows whose predecessors in the same (sink, group) are all done,
+so an issue is created before it is commented on and closed; a relay gives back the claimed
+rows it did not try (:func:`release`). PostgreSQL claims with
 ``FOR UPDATE SKIP LOCKED``, so concurrent relays never take the same row; SQLite serialises
 writers with ``BEGIN IMMEDIATE``. A claimed row carries a lease: a relay that dies mid-delivery
 leaves the row ``sending`` until the lease expires, and the next claim marks it ``uncertain``
@@ -15,14 +16,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, func, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.errors import StoreError
-from mlcopilot.model import Delivered, OutboxItem, OutboxStatus, SinkName, SinkRef
+from mlcopilot.model import Claimed, Delivered, OutboxItem, OutboxStatus, SinkName, SinkRef
 from mlcopilot.notify.codec import problems
 from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
+from mlcopilot.store.chunks import chunks
 
 _BLOCKING = (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value, OutboxStatus.DEAD.value)
 CLAIM_WINDOW = 50
@@ -30,9 +32,19 @@ CLAIM_WINDOW = 50
 
 
 def claim(
-    conn: Connection, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta
-) -> OutboxItem | None:
-    """Take the next deliverable row of ``sinks`` for ``owner`` (None: nothing is due).
+    conn: Connection,
+    *,
+    sinks: Sequence[SinkName],
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    limit: int = 1,
+) -> list[Claimed]:
+    """Take up to ``limit`` deliverable rows of ``sinks`` for ``owner``, oldest first.
+
+    A row is deliverable when it is due and no earlier row of its (sink, group, generation)
+    waits, so no two rows of one group are ever claimed together: each claimed row can be
+    delivered, or released, on its own. Each comes with its group's stored sink reference.
 
     The due rows are looked at :data:`CLAIM_WINDOW` at a time, oldest first, and only those
     are checked for an undelivered predecessor: asked of every due row at once, the check ran
@@ -68,36 +80,85 @@ def claim(
     while True:
         window = list(
             conn.execute(
-                select(o.c.id).where(*due, o.c.id > after).order_by(o.c.id).limit(CLAIM_WINDOW)
+                select(o.c.id)
+                .where(*due, o.c.id > after)
+                .order_by(o.c.id)
+                .limit(max(CLAIM_WINDOW, limit))
             ).scalars()
         )
         if not window:
-            return None
-        query = select(o).where(o.c.id.in_(window), *due, ~blocked).order_by(o.c.id).limit(1)
+            return []
+        query = select(o).where(o.c.id.in_(window), *due, ~blocked).order_by(o.c.id).limit(limit)
         if conn.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True, of=o)
-        row = conn.execute(query).first()
-        if row is not None:
+        rows = [dict(row._mapping) for row in conn.execute(query)]
+        if rows:
             break
         after = window[-1]  # every one of these is blocked or being claimed: look further
-    m = dict(row._mapping)
-    # A row still "sending" was being delivered by a relay that died: it may have landed.
-    uncertain = bool(m["uncertain"]) or m["status"] == OutboxStatus.SENDING.value
-    attempts = int(m["attempts"]) + 1
     conn.execute(
         update(o)
-        .where(o.c.id == m["id"])
+        .where(o.c.id.in_([m["id"] for m in rows]))
         .values(
             status=OutboxStatus.SENDING.value,
-            attempts=attempts,
-            uncertain=uncertain,
+            attempts=o.c.attempts + 1,
+            # A row still "sending" was being delivered by a relay that died: it may have
+            # landed, so its sink checks before sending again.
+            uncertain=or_(o.c.uncertain, o.c.status == OutboxStatus.SENDING.value),
             lease_owner=owner,
             lease_expires_at=now + lease,
         )
     )
-    return item_from(
-        {**m, "status": OutboxStatus.SENDING.value, "attempts": attempts, "uncertain": uncertain}
-    )
+    refs = _refs(conn, [m for m in rows if m["sink"] != "datahub"])
+    claimed = []
+    for m in rows:
+        uncertain = bool(m["uncertain"]) or m["status"] == OutboxStatus.SENDING.value
+        item = item_from(
+            {
+                **m,
+                "status": OutboxStatus.SENDING.value,
+                "attempts": int(m["attempts"]) + 1,
+                "uncertain": uncertain,
+                "lease_owner": owner,
+                "lease_expires_at": now + lease,
+            }
+        )
+        claimed.append(Claimed(item, refs.get((item.group_key, item.group_generation, item.sink))))
+    return claimed
+
+
+def _refs(
+    conn: Connection, rows: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str, int, str], SinkRef]:
+    """The stored sink references of the groups of ``rows`` (notification rows)."""
+    r = t.sink_refs
+    keys = sorted({(m["group_key"], m["group_generation"], m["sink"]) for m in rows})
+    found: dict[tuple[str, int, str], SinkRef] = {}
+    for chunk in chunks(keys):
+        query = select(r).where(tuple_(r.c.group_key, r.c.group_generation, r.c.sink).in_(chunk))
+        for row in conn.execute(query):
+            ref = _ref_from(row._mapping)
+            found[(row.group_key, row.group_generation, ref.sink)] = ref
+    return found
+
+
+def release(conn: Connection, items: Sequence[OutboxItem], *, owner: str) -> None:
+    """Give back claimed rows ``owner`` did not try to deliver: pending again, as before."""
+    o = t.outbox
+    for ids in chunks([item.id for item in items]):
+        conn.execute(
+            update(o)
+            .where(
+                o.c.id.in_(ids),
+                o.c.status == OutboxStatus.SENDING.value,
+                o.c.lease_owner == owner,
+            )
+            .values(
+                status=OutboxStatus.PENDING.value,
+                attempts=o.c.attempts - 1,
+                lease_owner=None,
+                lease_expires_at=None,
+            )
+        )
 
 
 def complete(
@@ -181,9 +242,10 @@ def sink_ref(conn: Connection, group_key: str, generation: int, sink: SinkName) 
             r.c.group_key == group_key, r.c.group_generation == generation, r.c.sink == sink
         )
     ).first()
-    if row is None:
-        return None
-    m = row._mapping
+    return None if row is None else _ref_from(row._mapping)
+
+
+def _ref_from(m: RowMapping) -> SinkRef:
     return SinkRef(sink=m["sink"], key=m["ref"], url=m["url"], data=dict(m["data"]))
 
 

@@ -56,6 +56,7 @@ from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import StoreError, UsageError
 from mlcopilot.model import (
     Baseline,
+    Claimed,
     Delivered,
     Incident,
     IncidentChanges,
@@ -447,11 +448,28 @@ class SqlStore(ClosedOnExit):
     # --- the outbox (see mlcopilot.model.notify and mlcopilot.notify.relay)
 
     def claim(
-        self, *, sinks: Sequence[SinkName], owner: str, now: datetime, lease: timedelta
-    ) -> OutboxItem | None:
-        """Take the next deliverable outbox row of ``sinks`` for ``owner``; None if none is due."""
-        with self._write("claiming an outbox row") as conn:
-            return outbox_sql.claim(conn, sinks=sinks, owner=owner, now=now, lease=lease)
+        self,
+        *,
+        sinks: Sequence[SinkName],
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        limit: int = 1,
+    ) -> list[Claimed]:
+        """Take up to ``limit`` deliverable outbox rows of ``sinks`` for ``owner``, oldest first.
+
+        At most one row of a group: each can be delivered or released on its own.
+        """
+        with self._write("claiming outbox rows") as conn:
+            return outbox_sql.claim(
+                conn, sinks=sinks, owner=owner, now=now, lease=lease, limit=limit
+            )
+
+    def release(self, items: Sequence[OutboxItem], *, owner: str) -> None:
+        """Give back claimed rows not tried: pending again, their attempt not counted."""
+        if items:
+            with self._write("releasing outbox rows") as conn:
+                outbox_sql.release(conn, items, owner=owner)
 
     def complete(
         self, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
