@@ -88,7 +88,7 @@ def log(message: str) -> None:
 
 @contextmanager
 def serving(path: Path, latency: float) -> Iterator[dict[str, str]]:
-    """The stand-in serving ``path`` in its own process: ``{"url", "control"}``."""
+    """The stand-in serving ``path`` in its own process: ``{"url", "control", "pid"}``."""
     server = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.serve", str(path), "--latency", str(latency)],
         stdin=subprocess.PIPE,
@@ -101,7 +101,7 @@ def serving(path: Path, latency: float) -> Iterator[dict[str, str]]:
         line = server.stdout.readline()
         if not line:
             raise RuntimeError(f"the stand-in did not start for {path}")
-        yield json.loads(line)
+        yield {**json.loads(line), "pid": str(server.pid)}
     finally:
         if server.stdin is not None:
             server.stdin.close()

@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +58,7 @@ from datahub.emitter.mce_builder import (
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
 from benchmarks.catalogs import CACHE, ingest
+from benchmarks.procs import MACHINE, ProcessSampler, children, cmdline, named
 from benchmarks.results_md import replace_block
 from benchmarks.run import log, serving
 from testing.broker import (
@@ -76,8 +77,6 @@ from testing.schema_registry import SchemaRegistry
 
 RATES = (50.0, 10.0)
 """Events published per second, one run each: the issue's target, and a fifth of it."""
-SQLITE_MAX_RATE = 10.0
-"""SQLite state is measured by default only up to this rate (one writer, fsync per event)."""
 DURATION = 60.0
 """Seconds of publishing."""
 LATENCY = 0.02
@@ -193,10 +192,13 @@ def change_schemas(gms: str, n: int) -> None:
 
 
 class Observer:
-    """Polls the state database for new drift incidents; samples backlog every second."""
+    """Polls the state database for new drift incidents; samples backlog and CPU each second."""
 
-    def __init__(self, state: State, broker: Broker, topics: Topics, group: str) -> None:
+    def __init__(
+        self, state: State, broker: Broker, topics: Topics, group: str, procs: ProcessSampler
+    ) -> None:
         self.state = state
+        self.procs = procs
         self.broker = broker
         self.topics = topics
         self.group = group
@@ -257,6 +259,7 @@ class Observer:
         parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         try:
             while not self._stop.wait(1.0):
+                self.procs.sample()
                 try:
                     committed = consumer.committed(parts, timeout=5)
                     lag = 0
@@ -314,9 +317,10 @@ def watcher(
 
     With ``profile``, its main thread (the consumer and the action) runs under cProfile.
     """
-    command = [str(MLCOPILOT), "watch"]
+    # --verbose: it says which process runs each relay lane (the CPU figures use it)
+    command = [str(MLCOPILOT), "--verbose", "watch"]
     if profile is not None:
-        command = [sys.executable, "-m", "cProfile", "-o", str(profile), str(MLCOPILOT), "watch"]
+        command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command]
     with log_path.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
@@ -470,8 +474,11 @@ def _run(
             "MLCOPILOT_TEST_WRITE_SPACING": "0s",
         }
         events = Events(broker, topics)
-        observer = Observer(state, broker, topics, group)
-        with watcher(env, workdir / "watch.log", profile) as process:
+        watch_log = workdir / "watch.log"
+        with watcher(env, watch_log, profile) as process:
+            postgres = "postgresql" in state_url
+            roles = _roles(process.pid, watch_log, server, broker, postgres=postgres)
+            observer = Observer(state, broker, topics, group, ProcessSampler(roles))
             try:
                 startup = wait_for(state.idle, "the start-up scan", 900, process)
                 log(f"watch: start-up scan of {n} models and its deliveries took {startup:.1f}s")
@@ -532,8 +539,48 @@ def _run(
         "state": state.url.split(":")[0].split("+")[0],
         "notify": notify,
         "backlog": backlog_trend(observer.samples, last_publish),
+        "processes": observer.procs.summary(min(published.values()), last_publish),
+        "cpus": os.cpu_count(),
         "samples": observer.samples,
     }
+
+
+def _roles(
+    watcher_pid: int, watch_log: Path, server: dict[str, str], broker: Broker, *, postgres: bool
+) -> Callable[[], dict[int, str]]:
+    """The processes to sample, by role: a function giving pid → role.
+
+    The watcher and its relay lanes (each named by the line the watcher logs when it starts
+    one), the stand-in, the broker, this process, and PostgreSQL's backends.
+    """
+    fixed = {
+        watcher_pid: "watcher: consumer + scanner",
+        int(server["pid"]): "DataHub stand-in",
+        broker.process.pid: "broker",
+        os.getpid(): "benchmark",
+    }
+
+    def roles() -> dict[int, str]:
+        lanes = {int(pid): lane for lane, pid in _LANE.findall(_text(watch_log))}
+        found = dict(fixed)
+        for pid in children(watcher_pid):
+            if "resource_tracker" not in cmdline(pid):
+                found[pid] = f"relay: {lanes.get(pid, '?')}"
+        if postgres:
+            found.update((pid, "PostgreSQL") for pid in named("postgres"))
+        return found
+
+    return roles
+
+
+_LANE = re.compile(r"watch: the (\w+) relay lane runs in process (\d+)")
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _acked(broker: Broker, group: str, topics: Topics, events: Events) -> bool:
@@ -656,6 +703,24 @@ def render(results: list[dict[str, Any]]) -> str:
         lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
     lines += [
         "",
+        "Where the CPU went while events were published: each process's CPU time over that "
+        "span, as CPUs busy (1.00 is one CPU all the time), and its largest resident memory "
+        "(`/proc`, sampled each second by `benchmarks/procs.py`; PostgreSQL is every backend "
+        "of the server, the benchmark's own polls included; its memory is not given, as each "
+        "backend's counts the shared buffers again):",
+        "",
+        "| run | " + " | ".join(ROLES) + f" | {MACHINE} |",
+        "|---|" + "--:|" * (len(ROLES) + 1),
+    ]
+    for r in results:
+        procs = r.get("processes") or {}
+        # A backend's RSS counts the shared buffers again: a sum over backends means nothing.
+        cells = [_cpu_cell(procs.get(role), rss=role != "PostgreSQL") for role in ROLES]
+        machine = procs.get(MACHINE)
+        total = "—" if machine is None else f"{machine['cpus']:.2f} of {r.get('cpus', '?')}"
+        lines.append(f"| {_label(r)} | " + " | ".join(cells) + f" | {total} |")
+    lines += [
+        "",
         "An incident counts as committed when the benchmark's poll of the state database "
         f"(every {POLL_S * 1000:.0f} ms) first sees it; a Slack message when the fake Slack "
         "received it (its `ts`). Not every incident's message may have arrived by the end of "
@@ -664,6 +729,25 @@ def render(results: list[dict[str, Any]]) -> str:
         END,
     ]
     return "\n".join(lines)
+
+
+ROLES = (
+    "watcher: consumer + scanner",
+    "relay: datahub",
+    "relay: slack",
+    "DataHub stand-in",
+    "broker",
+    "PostgreSQL",
+    "benchmark",
+)
+"""The processes of a run, in the order the CPU table gives them."""
+
+
+def _cpu_cell(figures: dict[str, float] | None, *, rss: bool = True) -> str:
+    if figures is None:
+        return "—"
+    mb = figures.get("rss_mb") if rss else None
+    return f"{figures['cpus']:.2f}" + ("" if mb is None else f", {mb:.0f} MB")
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -683,7 +767,9 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", type=float, action="append", help=f"events/s (repeatable; default {RATES})"
     )
     parser.add_argument("--duration", type=float, default=DURATION)
-    parser.add_argument("--no-write", action="store_true", help="print, do not edit RESULTS.md")
+    parser.add_argument(
+        "--no-write", action="store_true", help="print; write neither RESULTS.md nor the JSON"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the watcher's log and state")
     parser.add_argument("--profile", type=Path, help="cProfile the watcher's main thread here")
     parser.add_argument(
@@ -708,8 +794,6 @@ def main(argv: list[str] | None = None) -> int:
             states.remove("postgresql")
     for state in states:
         for rate in args.rate or RATES:
-            if state == "sqlite" and rate > SQLITE_MAX_RATE and not args.state:
-                continue  # by default SQLite runs only at the rate one SQLite writer keeps up
             log(f"watch: {rate:.0f} events/s, {state} state")
             results.append(
                 run(
@@ -721,8 +805,8 @@ def main(argv: list[str] | None = None) -> int:
                     profile=args.profile,
                 )
             )
-            # after each run: a later run that fails loses only itself
-            JSON_OUT.write_text(json.dumps(results, indent=1), encoding="utf-8")
+            if not args.no_write:  # after each run: a later run that fails loses only itself
+                JSON_OUT.write_text(json.dumps(results, indent=1), encoding="utf-8")
     block = render(results)
     print(block)
     if not args.no_write:

@@ -2,12 +2,12 @@
 
 A *relay lane* per configured sink (``datahub`` for the write-back, ``github``, ``slack``)
 delivers that sink's outbox rows as ``mlcopilot outbox deliver`` does, under the outbox's
-leases, so several watchers deliver each row once. The lanes run side by side, each with its
-own :class:`~mlcopilot.notify.relay.Relay`, store connection and sink objects (SQLite and
-SDK handles stay in the thread that made them): a write-back row costs several DataHub
-requests, and Slack's rows must not queue behind them. A sink's rows stay in its lane, in
-the order the outbox gives them. The write-back lane opens a catalog per pass with rows due
-(a catalog caches what it read: a kept one would compare with what DataHub held before).
+leases, so several watchers deliver each row once. The lanes run side by side, each in its
+own process with its own :class:`~mlcopilot.notify.relay.Relay`, store connection and sink
+objects: a write-back row costs several DataHub requests, and Slack's rows must not queue
+behind them. A sink's rows stay in its lane, in the order the outbox gives them. The
+write-back lane opens a catalog per pass with rows due (a catalog caches what it read: a kept
+one would compare with what DataHub held before).
 
 Why a process per lane: every row is several database round trips and an HTTP call, and a
 thread waiting on one gives up the interpreter; sharing it with the scanner's CPU-bound work,
@@ -58,17 +58,23 @@ class RelayProcess:
 
     def __init__(self, settings: Settings, lane: SinkName, backoff: timedelta):
         context = multiprocessing.get_context("spawn")
+        self.lane = lane
         self._wake = context.Event()
         self._stop = context.Event()
         self._process: BaseProcess = context.Process(
             target=_child,
-            args=(settings, (lane,), backoff, self._wake, self._stop),
+            args=(settings, lane, backoff, self._wake, self._stop),
             name=f"mlcopilot-watch-relay-{lane}",
             daemon=True,
         )
 
+    @property
+    def pid(self) -> int | None:
+        """The child's process id, once started."""
+        return self._process.pid
+
     def start(self) -> None:
-        """Start the child (its lanes look for due rows at once)."""
+        """Start the child (it looks for due rows at once)."""
         self._process.start()
 
     def wake(self) -> None:
@@ -76,7 +82,7 @@ class RelayProcess:
         self._wake.set()
 
     def stop(self, timeout: float) -> None:
-        """Stop after each lane's pass in progress; wait up to ``timeout``, then kill."""
+        """Stop after the pass in progress; wait up to ``timeout``, then kill."""
         self._stop.set()
         self._wake.set()
         if self._process.pid is None:
@@ -91,16 +97,12 @@ class RelayProcess:
 
 
 def _child(
-    settings: Settings,
-    lanes: tuple[SinkName, ...],
-    backoff: timedelta,
-    wake: Event,
-    stop: Event,
+    settings: Settings, lane: SinkName, backoff: timedelta, wake: Event, stop: Event
 ) -> None:
-    """The relay process: one thread per lane until ``stop`` (or the parent's death)."""
+    """The relay process: delivers ``lane`` until ``stop`` is set (or the parent dies)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
-    # Ctrl-C reaches the whole process group: the parent decides when the lanes stop.
+    # Ctrl-C reaches the whole process group: the parent decides when the lane stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def on_term(_signum: int, _frame: FrameType | None) -> None:
@@ -109,13 +111,7 @@ def _child(
 
     signal.signal(signal.SIGTERM, on_term)
     threading.Thread(target=_exit_with_parent, name="mlcopilot-relay-parent", daemon=True).start()
-    running = Lanes(settings, lanes, backoff)
-    running.start()
-    while not stop.is_set():
-        if wake.wait(POLL):
-            wake.clear()
-            running.wake()
-    running.stop()
+    _relay(settings, lane, backoff, wake, stop)
 
 
 def _exit_with_parent() -> None:
@@ -123,97 +119,66 @@ def _exit_with_parent() -> None:
     if parent is None:
         return
     multiprocessing.connection.wait([parent.sentinel])
-    os._exit(1)  # the watcher died without stopping its lanes: die with it, as threads would
+    os._exit(1)  # the watcher died without stopping its lane: die with it, as a thread would
 
 
-class Lanes:
-    """The relay lanes as threads, each delivering its sink's due rows until stopped."""
+def _relay(
+    settings: Settings, lane: SinkName, backoff: timedelta, wake: Event, stop: Event
+) -> None:
+    """Deliver ``lane``'s rows whenever some are due, until ``stop``."""
+    from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.wiring import open_state
 
-    def __init__(self, settings: Settings, lanes: tuple[SinkName, ...], backoff: timedelta):
-        self._settings = settings
-        self._backoff = backoff
-        self._stop = threading.Event()
-        self._wakes = {lane: threading.Event() for lane in lanes}
-        """One wake-up per lane: each lane clears its own."""
-        self._threads = [
-            threading.Thread(
-                target=self._relay, args=(lane,), name=f"mlcopilot-watch-relay-{lane}", daemon=True
-            )
-            for lane in lanes
-        ]
-
-    def start(self) -> None:
-        """Start one thread per lane."""
-        for thread in self._threads:
-            thread.start()
-
-    def wake(self) -> None:
-        """Every lane looks for due rows now."""
-        for wake in self._wakes.values():
-            wake.set()
-
-    def stop(self, timeout: float = 120.0) -> None:
-        """Stop after each lane's pass in progress; wait up to ``timeout``."""
-        self._stop.set()
-        self.wake()
-        for thread in self._threads:
-            thread.join(timeout)
-
-    def _relay(self, lane: SinkName) -> None:
-        """Deliver ``lane``'s rows whenever some are due, until stopped."""
-        from mlcopilot.notify.sinks.config import NotifySettings
-        from mlcopilot.wiring import open_state
-
-        notify = NotifySettings.from_settings(self._settings)
-        wake = self._wakes[lane]
-        while not self._stop.is_set():
-            try:
-                store = open_state(self._settings, create=True)
-            except Exception as exc:
-                log.warning("watch: the %s relay cannot open the state database: %s", lane, exc)
-                self._stop.wait(self._backoff.total_seconds())
-                continue
-            try:
-                while not self._stop.is_set():
-                    # Rows come due after a scan (now) or later (group_wait, retries, a lease
-                    # another relay let lapse): next_due is never later than the first of them.
-                    due = store.next_due(sinks=[lane])
-                    if due is not None and due <= _now() and not self._pass(lane, notify, store):
-                        log.warning(
-                            "watch: some %s deliveries failed; they stay in the outbox", lane
-                        )
-                    wake.wait(POLL)
-                    wake.clear()
-            except Exception as exc:
-                log.warning("watch: delivering the %s outbox failed: %s", lane, exc)
-                self._stop.wait(POLL)
-            finally:
-                store.close()
-
-    def _pass(self, lane: SinkName, notify: NotifySettings, store: StateStore) -> bool:
-        """One relay run over ``lane``'s due rows; whether it delivered all of them once.
-
-        The sinks are made per pass, in this lane's thread, as ``mlcopilot outbox deliver``
-        makes them; the write-back's catalog is opened for the pass so that it compares with
-        what DataHub holds now, not what an earlier pass cached.
-        """
-        from mlcopilot.notify.delivery import notification_sinks, relay
-        from mlcopilot.notify.relay import Relay, env_failpoint
-        from mlcopilot.wiring import open_catalog
-
-        clock = SystemClock()
-        if lane != "datahub":
-            sinks = [s for s in notification_sinks(notify, clock) if s.name == lane]
-            failpoint = env_failpoint(notify.failpoint)
-            return Relay(store, sinks, clock=clock, failpoint=failpoint).run().ok
-        catalog = open_catalog(self._settings.catalog_spec, self._settings)
+    notify = NotifySettings.from_settings(settings)
+    while not stop.is_set():
         try:
-            # The write-back alone: GitHub and Slack have lanes of their own.
-            only_writeback = replace(notify, github=None, slack=None)
-            relaying, _ = relay(only_writeback, catalog, store, clock)
-            return relaying.run().ok
+            store = open_state(settings, create=True)
+        except Exception as exc:
+            log.warning("watch: the %s relay cannot open the state database: %s", lane, exc)
+            stop.wait(backoff.total_seconds())
+            continue
+        try:
+            while not stop.is_set():
+                # Cleared before the look, not after it: a wake-up during a pass (rows
+                # committed meanwhile) makes the wait below return at once.
+                wake.clear()
+                # Rows come due after a scan (now) or later (group_wait, retries, a lease
+                # another relay let lapse): next_due is never later than the first of them.
+                due = store.next_due(sinks=[lane])
+                if due is not None and due <= _now() and not _pass(settings, lane, notify, store):
+                    log.warning("watch: some %s deliveries failed; they stay in the outbox", lane)
+                wake.wait(POLL)
+        except Exception as exc:
+            log.warning("watch: delivering the %s outbox failed: %s", lane, exc)
+            stop.wait(POLL)
         finally:
-            catalog.close()
+            store.close()
+
+
+def _pass(settings: Settings, lane: SinkName, notify: NotifySettings, store: StateStore) -> bool:
+    """One relay run over ``lane``'s due rows; whether it delivered all of them once.
+
+    The sinks are made per pass, as ``mlcopilot outbox deliver`` makes them; the write-back's
+    catalog is opened for the pass so that it compares with what DataHub holds now, not what
+    an earlier pass cached.
+    """
+    from mlcopilot.notify.delivery import notification_sinks, relay
+    from mlcopilot.notify.relay import Relay, env_failpoint
+    from mlcopilot.wiring import open_catalog
+
+    clock = SystemClock()
+    if lane != "datahub":
+        sinks = [s for s in notification_sinks(notify, clock) if s.name == lane]
+        failpoint = env_failpoint(notify.failpoint)
+        return Relay(store, sinks, clock=clock, failpoint=failpoint).run().ok
+    catalog = open_catalog(settings.catalog_spec, settings)
+    try:
+        # The write-back alone: GitHub and Slack have lanes of their own.
+        only_writeback = replace(notify, github=None, slack=None)
+        relaying, _ = relay(only_writeback, catalog, store, clock)
+        return relaying.run().ok
+    finally:
+        catalog.close()
 
 
 def _now() -> datetime:

@@ -131,8 +131,9 @@ class Worker:
         self._relays = [
             RelayProcess(self._settings, lane, self._options.retry_backoff) for lane in lanes
         ]
-        for relays in self._relays:
-            relays.start()
+        for relay in self._relays:
+            relay.start()
+            self._say(f"watch: the {relay.lane} relay lane runs in process {relay.pid}")
         scanner = threading.Thread(
             target=self._scanner, name="mlcopilot-watch-scanner", daemon=True
         )
@@ -153,8 +154,8 @@ class Worker:
         self._work.set()
         for thread in self._threads:
             thread.join(timeout)
-        for relays in self._relays:  # after the scanner: it may have committed rows to send
-            relays.stop(timeout)
+        for relay in self._relays:  # after the scanner: it may have committed rows to send
+            relay.stop(timeout)
         # Only now: the scan in progress keeps its claim until it has completed its requests.
         self._lease_stop.set()
         if self._lease_thread is not None:
@@ -283,8 +284,8 @@ class Worker:
                 f"{len(changes.opened)} opened, {len(changes.updated)} updated, "
                 f"{len(changes.resolved)} resolved"
             )
-            for relays in self._relays:
-                relays.wake()
+            for relay in self._relays:
+                relay.wake()
         interval = self._options.rescan_interval
         if full and interval is not None:
             full_rows = [r for r in claimed if r.model == ALL_MODELS]
