@@ -32,7 +32,6 @@ import resource
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate import NOW_MS
+from benchmarks.run import clear_stats, stats
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.datahub.client import GmsClient
 from mlcopilot.catalog.datahub.connection import DataHubSettings
@@ -57,18 +57,12 @@ NOW = datetime.fromtimestamp(NOW_MS / 1000, tz=UTC)
 
 def _stats(control: str | None, before: float | None = None) -> dict[str, Any]:
     """The stand-in's figures for the requests since the clear (done by ``before``)."""
-    if control is None:
-        return {}
-    query = f"?before={before!r}" if before is not None else ""
-    with urllib.request.urlopen(f"{control}/stats{query}", timeout=30) as response:
-        stats: dict[str, Any] = json.load(response)
-    return stats
+    return {} if control is None else stats(control, before)
 
 
 def _clear(control: str | None) -> None:
     if control is not None:
-        request = urllib.request.Request(f"{control}/clear", method="POST", data=b"")
-        urllib.request.urlopen(request, timeout=30).close()
+        clear_stats(control)
 
 
 def _cpu_s() -> float:

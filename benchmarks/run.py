@@ -120,6 +120,12 @@ def stats(control: str, before: float | None = None) -> dict[str, Any]:
     return found
 
 
+def clear_stats(control: str) -> None:
+    """Make the stand-in forget the requests it recorded."""
+    request = urllib.request.Request(f"{control}/clear", method="POST", data=b"")
+    urllib.request.urlopen(request, timeout=30).close()
+
+
 def measure(spec: dict[str, Any], timeout: float = TIMEOUT) -> dict[str, Any]:
     """One measurement in a fresh process; a timeout is reported, not raised."""
     started = time.perf_counter()

@@ -16,7 +16,7 @@ event is published at each of ``RATES`` events/s for ``DURATION`` seconds. Measu
 - event published → the Slack message naming the dataset received by the fake Slack (its own
   receive timestamp, ``ts``);
 - every second: the consumer group's lag (end offsets − committed), rescan requests waiting or
-  claimed, outbox rows not yet delivered.
+  claimed, outbox rows not yet delivered (write-back and Slack apart).
 
 ``notify.group_wait`` is 0 (``MLCOPILOT_GROUP_WAIT=0s``): the default 30 s, which gathers a
 model's findings into one message, would be most of the Slack latency and is a choice, not a
@@ -60,7 +60,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from benchmarks.catalogs import CACHE, ingest
 from benchmarks.procs import MACHINE, ProcessSampler, children, cmdline, named
 from benchmarks.results_md import replace_block
-from benchmarks.run import log, serving
+from benchmarks.run import clear_stats, log, serving, stats
 from testing.broker import (
     Broker,
     Events,
@@ -269,9 +269,15 @@ class Observer:
                 except Exception:  # a slow answer: this second has no sample
                     continue
                 rescans = self.state.count("SELECT count(*) FROM rescan_requests")
-                outbox = self.state.count(UNDELIVERED)
+                waiting = dict(self.state.rows(UNDELIVERED_BY_SINK))
                 self.samples.append(
-                    {"t": time.time(), "lag": lag, "rescans": rescans, "outbox": outbox}
+                    {
+                        "t": time.time(),
+                        "lag": lag,
+                        "rescans": rescans,
+                        "writeback": waiting.get("datahub", 0),
+                        "slack": waiting.get("slack", 0),
+                    }
                 )
         finally:
             consumer.close()
@@ -348,6 +354,9 @@ def wait_for(predicate: Any, what: str, timeout: float, process: subprocess.Pope
 
 STATE_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 UNDELIVERED = "SELECT count(*) FROM outbox WHERE status IN ('pending', 'sending')"
+UNDELIVERED_BY_SINK = (
+    "SELECT sink, count(*) FROM outbox WHERE status IN ('pending', 'sending') GROUP BY sink"
+)
 
 
 class State:
@@ -496,6 +505,7 @@ def _run(
                     f"{time.perf_counter() - started:.1f}s"
                 )
                 slack_before = len(slack.messages)
+                clear_stats(server["control"])
                 observer.start()
                 published = publish(events, n, rate)
                 log("watch: published; waiting for every incident and message")
@@ -508,6 +518,17 @@ def _run(
                         break
                     time.sleep(0.5)
                 drained_at = time.time()
+                standin = stats(server["control"])
+                busiest = sorted(standin["handler_s_by_operation"].items(), key=lambda kv: -kv[1])[
+                    :4
+                ]
+                log(
+                    "watch: the stand-in's handler time by operation: "
+                    + "; ".join(
+                        f"{op} {standin['by_operation'][op]}× {seconds:.1f}s"
+                        for op, seconds in busiest
+                    )
+                )
             finally:
                 observer.stop()
                 events.close()
@@ -540,6 +561,10 @@ def _run(
         "notify": notify,
         "backlog": backlog_trend(observer.samples, last_publish),
         "processes": observer.procs.summary(min(published.values()), last_publish),
+        "standin": {
+            op: {"requests": count, "handler_s": standin["handler_s_by_operation"][op]}
+            for op, count in standin["by_operation"].items()
+        },
         "cpus": os.cpu_count(),
         "samples": observer.samples,
     }
@@ -630,6 +655,10 @@ def _s(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+BACKLOGS = ("lag", "rescans", "writeback", "slack")
+"""What is sampled each second: consumer lag, rescan requests, undelivered outbox rows by sink."""
+
+
 def backlog_trend(
     samples: list[dict[str, float]], last_publish: float | None = None
 ) -> dict[str, Any]:
@@ -649,7 +678,7 @@ def backlog_trend(
             "last_third": mean(last, key),
             "peak": max(r[key] for r in samples),
         }
-        for key in ("lag", "rescans", "outbox")
+        for key in BACKLOGS
     }
 
 
@@ -686,14 +715,14 @@ def render(results: list[dict[str, Any]]) -> str:
         "50 events/s. Backlog, sampled each second while events were published (mean over the "
         "first third → mean over the last third, peak):",
         "",
-        "| run | consumer lag (events) | rescan requests waiting or claimed | outbox rows "
-        "undelivered |",
-        "|---|--:|--:|--:|",
+        "| run | consumer lag (events) | rescan requests waiting or claimed | write-back rows "
+        "undelivered | Slack rows undelivered |",
+        "|---|--:|--:|--:|--:|",
     ]
     for r in results:
         trend = r.get("backlog") or {}
         cells = []
-        for key in ("lag", "rescans", "outbox"):
+        for key in BACKLOGS:
             row = trend.get(key)
             cells.append(
                 f"{row['first_third']:.0f} → {row['last_third']:.0f} (peak {row['peak']:.0f})"

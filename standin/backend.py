@@ -39,8 +39,8 @@ def to_record(item: Any) -> Record:
 class Backend:
     """Reads, writes and lineage limits shared by every request of one stand-in."""
 
-    def __init__(self, lite_path: Path, schema: GraphQLSchema) -> None:
-        self.store = LiteStore(lite_path)
+    def __init__(self, lite_path: Path, schema: GraphQLSchema, *, durable: bool = True) -> None:
+        self.store = LiteStore(lite_path, durable=durable)
         self.index = EdgeIndex()
         self.schema = schema
         self.max_relations = MAX_RELATIONS

@@ -39,13 +39,14 @@ class StandIn:
         version: str = DEFAULT_VERSION,
         token: str | None = None,
         sdl: Path | None = None,
+        durable: bool = True,
     ) -> None:
         self.lite_path = Path(lite_path)
         self.version = version
         self.token = token
         self.latency = 0.0
         self.errors: list[str] = []  # tracebacks of resolver failures GMS would hide
-        self._backend = Backend(self.lite_path, load_schema(sdl))
+        self._backend = Backend(self.lite_path, load_schema(sdl), durable=durable)
         self._faults = Faults()
         self._recorder = Recorder()
         self._commit = uuid.uuid4().hex  # keys the SDK's on-disk schema cache per instance
@@ -77,12 +78,20 @@ class StandIn:
 
     @classmethod
     def from_lite(
-        cls, path: Path, *, version: str = DEFAULT_VERSION, token: str | None = None
+        cls,
+        path: Path,
+        *,
+        version: str = DEFAULT_VERSION,
+        token: str | None = None,
+        durable: bool = True,
     ) -> StandIn:
-        """Serve an existing Lite file; writes through the API land in it."""
+        """Serve an existing Lite file; writes through the API land in it.
+
+        ``durable=False`` skips the fsync of each write: for a copy that is thrown away.
+        """
         if not Path(path).exists():
             raise FileNotFoundError(path)
-        return cls(Path(path), version=version, token=token)
+        return cls(Path(path), version=version, token=token, durable=durable)
 
     def _config(self) -> dict[str, Any]:
         # No "baseUrl": clients take that to mean OSS rather than DataHub Cloud.

@@ -49,9 +49,11 @@ class AspectRow:
 class LiteStore:
     """One Lite file; every call holds a lock because Lite shares a single connection."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, durable: bool = True) -> None:
         self.path = Path(path)
-        self._lite = SqliteLite(SqliteLiteConfig(file=str(self.path)))
+        # Not durable: no fsync per write (Lite commits each aspect), for a copy thrown away.
+        options = {} if durable else {"synchronous": "OFF"}
+        self._lite = SqliteLite(SqliteLiteConfig(file=str(self.path), options=options))
         self._db = self._lite.sqlite_client
         self._lock = threading.RLock()
 
