@@ -54,9 +54,9 @@ test: lint typecheck unit
 # then measures `catalog load` on a 200 MB metadata file (throughput and peak RSS), and how
 # long `mlcopilot --help` and `mlcopilot checks` take to start, and what DataHub's assertions
 # and incidents, and learned freshness and classification, add to a scan of 10,000 upstream
-# entities; the downstream walk of a table feeding 1,000 models, the watcher's event-to-incident
-# and event-to-Slack latencies, and the HTML report's size and render time (it prints its table
-# for the RESULTS.md section by hand).
+# entities; the downstream walk of a table feeding 1,000 models, the relay's store cost per outbox
+# row, the watcher's event-to-incident and event-to-Slack latencies, and the HTML report's size
+# and render time (it prints its table for the RESULTS.md section by hand).
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.load
@@ -64,6 +64,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.signals
 	$(BIN)/python -m benchmarks.freshness
 	$(BIN)/python -m benchmarks.downstream
+	$(BIN)/python -m benchmarks.relay
 	$(BIN)/python -m benchmarks.watch
 	$(BIN)/python -m benchmarks.html_report
 

@@ -75,8 +75,8 @@ from testing.installed_cli import MLCOPILOT
 from testing.notify_world import notify_env
 from testing.schema_registry import SchemaRegistry
 
-RATES = (50.0, 10.0)
-"""Events published per second, one run each: the issue's target, and a fifth of it."""
+RATES = (100.0, 50.0, 10.0)
+"""Events published per second, one run each: twice the issue's target, it, and a fifth of it."""
 DURATION = 60.0
 """Seconds of publishing."""
 LATENCY = 0.02
