@@ -266,3 +266,25 @@ def test_a_claimed_row_is_sent_with_at_least_half_its_lease_left(tmp_path: Path)
         assert len(left) == 2
         assert min(left) >= LEASE / 2
         assert len(w.github.issues) == 2
+
+
+def test_an_interrupted_run_gives_back_the_rows_it_had_not_tried(tmp_path: Path) -> None:
+    with world(tmp_path, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = TWO_GROUPS
+        committed(w)
+
+        def ctrl_c(name: str) -> None:
+            if name == "before_send:github":
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            relay_github(w, "relay-a", ctrl_c)
+        rows = github_rows(w)
+        # The row being sent stays "sending" (it may have gone out: checked after its lease);
+        # the other was never tried and is due again at once, no attempt spent.
+        assert sorted((r.status, r.attempts) for r in rows) == [
+            (OutboxStatus.PENDING, 0),
+            (OutboxStatus.SENDING, 1),
+        ]
+        assert relay_github(w, "relay-b").retrying  # the held one waits for its lease
+        assert len(w.github.issues) == 1

@@ -194,7 +194,7 @@ class Relay:
                 now = self._clock.now()
                 active = [s for s in self._sinks if paused.get(s, now) <= now]
                 if active and now >= self._hard_deadline:
-                    self._release(list(self._claimed))
+                    self._give_back()
                     due = self._store.next_due(sinks=active)
                     if due is not None and due <= now:
                         report.stopped = _stopped(_span(now - started), report.dead, active)
@@ -214,7 +214,7 @@ class Relay:
                     break
                 self._clock.sleep((wake - now).total_seconds())
         finally:
-            self._release(list(self._claimed))  # an error, an interrupt: not tried, not lost
+            self._give_back()
         for sink, until in paused.items():
             if until == _FOREVER:
                 report.skipped_sinks[sink] = "failed in this run; its rows wait for the next"
@@ -236,17 +236,30 @@ class Relay:
         (they are claimed afresh).
         """
         if now - self._claimed_at >= self._retry.lease / 2:
-            unready = list(self._claimed)
+            self._release(list(self._claimed))
         else:
-            unready = [c for c in self._claimed if c.item.sink not in active]
-        if unready:
-            self._claimed = deque(c for c in self._claimed if c not in unready)
-            self._release(unready)
+            self._release([c for c in self._claimed if c.item.sink not in active])
 
     def _release(self, claimed: list[Claimed]) -> None:
         if claimed:
             self._store.release([c.item for c in claimed], owner=self._owner)
-            self._claimed = deque(c for c in self._claimed if c not in claimed)
+            gone = {c.item.id for c in claimed}
+            self._claimed = deque(c for c in self._claimed if c.item.id not in gone)
+
+    def _give_back(self) -> None:
+        """The run ends (an error, an interrupt, the deadline): rows not tried go back."""
+        if not self._claimed:
+            return
+        try:
+            self._release(list(self._claimed))
+        except Exception as exc:  # the store failing is likely why the run ended: say so, go on
+            log.warning(
+                "outbox: %d claimed rows could not be given back (%s); they go out once their "
+                "lease runs out",
+                len(self._claimed),
+                redact_exception(exc),
+            )
+            self._claimed.clear()
 
     def _next_wake(self, paused: dict[SinkName, datetime]) -> datetime | None:
         times = []
