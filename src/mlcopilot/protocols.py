@@ -255,14 +255,13 @@ class StateStore(OutboxStore, Protocol):
     def incidents(
         self,
         *,
-        model: Urn | None = None,
         include_resolved: bool = True,
         models: Sequence[Urn] | None = None,
         entities: Sequence[Urn] | None = None,
     ) -> list[Incident]:
         """The latest generation of every incident, newest first (optionally filtered).
 
-        ``model``: of one model; ``models``: of these; ``entities``: on these.
+        ``models``: of these models; ``entities``: on these entities (not both).
         """
         ...
 

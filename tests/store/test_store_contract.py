@@ -337,9 +337,9 @@ def test_incidents_filter_by_model_and_state_newest_first(store: SqlStore) -> No
 
     assert [i.id for i in store.incidents()] == [*sorted([b.id, c.id]), a.id]
     assert [i.id for i in store.incidents(include_resolved=False)] == [c.id, a.id]
-    assert {i.id for i in store.incidents(model=MODEL)} == {a.id, b.id}
-    assert [i.id for i in store.incidents(model=MODEL, include_resolved=False)] == [a.id]
-    assert store.incidents(model="urn:li:mlModel:nope") == []
+    assert {i.id for i in store.incidents(models=[MODEL])} == {a.id, b.id}
+    assert [i.id for i in store.incidents(models=[MODEL], include_resolved=False)] == [a.id]
+    assert store.incidents(models=["urn:li:mlModel:nope"]) == []
 
 
 def test_acknowledge_then_resolve_by_hand(store: SqlStore) -> None:
@@ -537,7 +537,7 @@ def test_incidents_with_generations_of_other_models_do_not_mix(store: SqlStore) 
     by_id = {i.id: i for i in store.incidents()}
     assert (by_id[a.id].generation, by_id[a.id].state) == (2, IncidentState.OPEN)
     assert (by_id[b.id].generation, by_id[b.id].updated_at) == (1, T2)
-    assert [i.model for i in store.incidents(model=OTHER_MODEL)] == [OTHER_MODEL]
+    assert [i.model for i in store.incidents(models=[OTHER_MODEL])] == [OTHER_MODEL]
 
 
 def test_store_satisfies_the_protocol(store: SqlStore) -> None:

@@ -231,7 +231,6 @@ class SqlStore(ClosedOnExit):
     def incidents(
         self,
         *,
-        model: Urn | None = None,
         include_resolved: bool = True,
         models: Sequence[Urn] | None = None,
         entities: Sequence[Urn] | None = None,
@@ -239,7 +238,6 @@ class SqlStore(ClosedOnExit):
         """The latest generation of every incident (optionally filtered), newest first.
 
         Args:
-            model: Only this model's incidents.
             include_resolved: False to leave out incidents whose latest generation is resolved.
             models: Only these models' incidents (what a scan of them reconciles against,
                 rather than every incident in the store).
@@ -264,8 +262,6 @@ class SqlStore(ClosedOnExit):
                 latest = select(i.c.id, func.max(i.c.generation).label("generation")).group_by(
                     i.c.id
                 )
-                if model is not None:
-                    latest = latest.where(i.c.model == model)
                 if column is not None and chunk is not None:
                     latest = latest.where(column.in_(chunk))
                 newest = latest.subquery("latest")
