@@ -15,8 +15,10 @@ event is published at each of ``RATES`` events/s for ``DURATION`` seconds. Measu
   database (seen by polling its ``incidents`` table every ``POLL_S``);
 - event published → the Slack message naming the dataset received by the fake Slack (its own
   receive timestamp, ``ts``);
-- every second: the consumer group's lag (end offsets − committed), rescan requests waiting or
-  claimed, outbox rows not yet delivered (write-back and Slack apart).
+- every second: the consumer group's lag (end offsets − committed; the watcher commits each
+  second, so this counts up to a second of events already handled), rescan requests waiting or
+  claimed, outbox rows not yet delivered (write-back and Slack apart), and each process's CPU
+  time and resident memory (:mod:`benchmarks.procs`).
 
 ``notify.group_wait`` is 0 (``MLCOPILOT_GROUP_WAIT=0s``): the default 30 s, which gathers a
 model's findings into one message, would be most of the Slack latency and is a choice, not a
@@ -713,7 +715,8 @@ def render(results: list[dict[str, Any]]) -> str:
         "",
         "Targets (issue 14): committed p95 ≤ 2 s, to Slack p95 ≤ 5 s, no backlog growth at "
         "50 events/s. Backlog, sampled each second while events were published (mean over the "
-        "first third → mean over the last third, peak):",
+        "first third → mean over the last third, peak); the watcher commits its offsets each "
+        "second, so the consumer lag includes up to a second of events already handled:",
         "",
         "| run | consumer lag (events) | rescan requests waiting or claimed | write-back rows "
         "undelivered | Slack rows undelivered |",
