@@ -188,6 +188,15 @@ class OutboxStore(Protocol):
         """
         ...
 
+    def renew(
+        self, items: Sequence[OutboxItem], *, owner: str, now: datetime, lease: timedelta
+    ) -> set[int]:
+        """Extend ``owner``'s lease on ``items`` to ``now + lease``; the ids it still held.
+
+        A row another relay took over once the lease had run out is not among them.
+        """
+        ...
+
     def release(self, items: Sequence[OutboxItem], *, owner: str) -> None:
         """Give back rows ``owner`` claimed and did not try: ``pending`` again.
 

@@ -288,3 +288,26 @@ def test_an_interrupted_run_gives_back_the_rows_it_had_not_tried(tmp_path: Path)
         ]
         assert relay_github(w, "relay-b").retrying  # the held one waits for its lease
         assert len(w.github.issues) == 1
+
+
+def test_batch_mates_taken_over_meanwhile_are_not_sent_again(tmp_path: Path) -> None:
+    with world(tmp_path, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = TWO_GROUPS
+        committed(w)
+        second: list[RelayReport] = []
+
+        def stalled_then_overtaken(name: str) -> None:
+            # Relay A sent its batch's first row, then stalled past the lease: relay B took
+            # over both rows of A's batch and delivered them.
+            if name == "after_send:github" and not second:
+                w.clock.advance(LEASE + timedelta(seconds=1))
+                second.append(relay_github(w, "relay-b"))
+
+        first = relay_github(w, "relay-a", stalled_then_overtaken)
+        (overtaken,) = second
+        assert len(overtaken.delivered) == 2
+        # A reports the one it sent late, and leaves B's other row alone.
+        assert len(first.possible_duplicates) == 1
+        assert first.delivered == []
+        assert len(w.github.issues) == 2
+        assert {r.status for r in github_rows(w)} == {OutboxStatus.DONE}

@@ -161,6 +161,19 @@ def test_released_rows_are_pending_again_as_they_were(store: SqlStore) -> None:
     assert [c.item.id for c in again] == [c.item.id for c in taken]
 
 
+def test_a_renewal_extends_only_the_leases_still_held(store: SqlStore) -> None:
+    for n in range(2):
+        record(store, [finding(entity=f"{DS}{n}")], T0)
+    mine = store.claim(sinks=["slack"], owner="me", now=T0, lease=LEASE, limit=10)
+    (taken,) = store.claim(sinks=["slack"], owner="other", now=T0 + LEASE, lease=LEASE, limit=1)
+    later = T0 + LEASE + timedelta(seconds=5)
+    held = store.renew([c.item for c in mine], owner="me", now=later, lease=LEASE)
+    assert held == {mine[1].item.id}  # the first was taken over once its lease ran out
+    rows = {r.id: r for r in store.outbox() if r.sink == "slack"}
+    assert rows[taken.item.id].lease_owner == "other"
+    assert rows[mine[1].item.id].lease_expires_at == later + LEASE
+
+
 def test_a_change_before_the_open_was_sent_folds_into_it(store: SqlStore) -> None:
     record(store, [finding()], T0)
     record(store, [finding(), finding("phone")], T0 + timedelta(seconds=10))

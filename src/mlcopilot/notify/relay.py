@@ -54,9 +54,9 @@ log = logging.getLogger(__name__)
 
 Failpoint = Callable[[str], None]
 CLAIM_BATCH = 20
-"""Rows one claim takes: a transaction per claim rather than per row (each row still has one
-of its own when it is done), while a row waits at most a batch's worth of sends under its
-lease before its turn, and rows this run will not try go back (:meth:`Relay._release`)."""
+"""Rows one claim takes: one transaction for them all rather than one per row. Each row's
+lease is renewed when its turn comes (:meth:`Relay._still_ours`), and rows a run will not try
+go back (:meth:`Relay._release`)."""
 _FOREVER = datetime.max.replace(tzinfo=UTC)
 
 
@@ -168,7 +168,8 @@ class Relay:
         self._batch = batch
         self._claimed: deque[Claimed] = deque()
         """Rows claimed and not yet tried, oldest first (each of a different group)."""
-        self._claimed_at = clock.now()
+        self._fresh = False
+        """The next row is the first of a claim just made (no need to ask the store)."""
         # Per run (reset by run()): the linger deadline, the hard one, rate limits so far.
         self._deadline = clock.now()
         self._hard_deadline = self._deadline
@@ -201,11 +202,13 @@ class Relay:
                         report.pending_left = True
                         log.warning("outbox: %s", report.stopped)
                     break
-                self._release_unready(active, now)
+                self._release_unready(active)
                 if not self._claimed and active:
                     self._claim(active, now)
                 if self._claimed:
-                    self._deliver(self._claimed.popleft(), report, paused)
+                    claimed = self._claimed.popleft()
+                    if self._still_ours(claimed, now):
+                        self._deliver(claimed, report, paused)
                     continue
                 wake = self._next_wake(paused)
                 report.pending_left = wake is not None
@@ -227,18 +230,35 @@ class Relay:
                 sinks=sinks, owner=self._owner, now=now, lease=self._retry.lease, limit=self._batch
             )
         )
-        self._claimed_at = now
+        self._fresh = True
 
-    def _release_unready(self, active: list[SinkName], now: datetime) -> None:
-        """Give back claimed rows this run will not send soon.
+    def _still_ours(self, claimed: Claimed, now: datetime) -> bool:
+        """Whether this relay still holds ``claimed``, its batch-mates' leases renewed.
 
-        Their sink is paused (it failed or is rate limited), or half their lease is gone
-        (they are claimed afresh).
+        The first row of a claim is ours. The others waited while earlier rows were sent,
+        and a relay whose clock runs behind (or that stalled) may have seen their leases run
+        out elsewhere: another relay may have taken them over, and sending them too would be
+        a duplicate. So before each, the store says which are still ours, and extends them.
         """
-        if now - self._claimed_at >= self._retry.lease / 2:
-            self._release(list(self._claimed))
-        else:
-            self._release([c for c in self._claimed if c.item.sink not in active])
+        if self._fresh:
+            self._fresh = False
+            return True
+        queued = [claimed, *self._claimed]
+        held = self._store.renew(
+            [c.item for c in queued], owner=self._owner, now=now, lease=self._retry.lease
+        )
+        lost = [c for c in queued if c.item.id not in held]
+        if lost:
+            log.info(
+                "outbox: rows %s were taken over by another relay before this one sent them",
+                " ".join(str(c.item.id) for c in lost),
+            )
+            self._claimed = deque(c for c in self._claimed if c.item.id in held)
+        return claimed.item.id in held
+
+    def _release_unready(self, active: list[SinkName]) -> None:
+        """Give back claimed rows whose sink is paused (it failed or is rate limited)."""
+        self._release([c for c in self._claimed if c.item.sink not in active])
 
     def _release(self, claimed: list[Claimed]) -> None:
         if claimed:

@@ -161,6 +161,22 @@ def release(conn: Connection, items: Sequence[OutboxItem], *, owner: str) -> Non
         )
 
 
+def renew(
+    conn: Connection, items: Sequence[OutboxItem], *, owner: str, now: datetime, lease: timedelta
+) -> set[int]:
+    """Extend ``owner``'s lease on ``items`` to ``now + lease``; the ids it still held.
+
+    A row another relay took over (its lease had run out) is left as that relay has it.
+    """
+    o = t.outbox
+    held: set[int] = set()
+    for ids in chunks([item.id for item in items]):
+        ours = (o.c.id.in_(ids), o.c.status == OutboxStatus.SENDING.value, o.c.lease_owner == owner)
+        conn.execute(update(o).where(*ours).values(lease_expires_at=now + lease))
+        held.update(conn.execute(select(o.c.id).where(*ours)).scalars())
+    return held
+
+
 def complete(
     conn: Connection, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
 ) -> bool:

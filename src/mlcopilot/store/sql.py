@@ -461,6 +461,15 @@ class SqlStore(ClosedOnExit):
                 conn, sinks=sinks, owner=owner, now=now, lease=lease, limit=limit
             )
 
+    def renew(
+        self, items: Sequence[OutboxItem], *, owner: str, now: datetime, lease: timedelta
+    ) -> set[int]:
+        """Extend ``owner``'s lease on claimed rows; the ids of those it still held."""
+        if not items:
+            return set()
+        with self._write("renewing outbox leases") as conn:
+            return outbox_sql.renew(conn, items, owner=owner, now=now, lease=lease)
+
     def release(self, items: Sequence[OutboxItem], *, owner: str) -> None:
         """Give back claimed rows not tried: pending again, their attempt not counted."""
         if items:
