@@ -16,18 +16,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from testing.broker import proc_stat
+
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 """Clock ticks a second: the unit of ``/proc``'s CPU times."""
 MACHINE = "the whole machine"
 
 
 def _cpu_s(pid: int) -> float | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # the name, in parentheses, may hold spaces
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+    fields = proc_stat(pid)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -93,19 +91,6 @@ class ProcessSampler:
             if peaks:
                 found[role]["rss_mb"] = max(peaks)
         return found
-
-
-def children(pid: int) -> list[int]:
-    """The pids whose parent is ``pid``."""
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = entry.joinpath("stat").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry.name))
-    return found
 
 
 def named(command: str) -> list[int]:

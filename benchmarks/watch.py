@@ -60,13 +60,14 @@ from datahub.emitter.mce_builder import (
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
 from benchmarks.catalogs import CACHE, ingest
-from benchmarks.procs import MACHINE, ProcessSampler, children, cmdline, named
+from benchmarks.procs import MACHINE, ProcessSampler, cmdline, named
 from benchmarks.results_md import replace_block
 from benchmarks.run import clear_stats, log, serving, stats
 from testing.broker import (
     Broker,
     Events,
     Topics,
+    children_of,
     entity_change_event,
     platform_event_value,
     running_broker,
@@ -590,7 +591,7 @@ def _roles(
     def roles() -> dict[int, str]:
         lanes = {int(pid): lane for lane, pid in _LANE.findall(_text(watch_log))}
         found = dict(fixed)
-        for pid in children(watcher_pid):
+        for pid in children_of(watcher_pid):
             if "resource_tracker" not in cmdline(pid):
                 found[pid] = f"relay: {lanes.get(pid, '?')}"
         if postgres:

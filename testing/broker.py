@@ -409,7 +409,7 @@ def watch_env(
     }
 
 
-def _proc_stat(pid: int | str) -> list[str] | None:
+def proc_stat(pid: int | str) -> list[str] | None:
     """``/proc/PID/stat`` after the name: ``[state, ppid, ...]`` (None: no such process).
 
     The name is in parentheses and may hold spaces and parentheses itself.
@@ -421,8 +421,18 @@ def _proc_stat(pid: int | str) -> list[str] | None:
     return stat.rsplit(")", 1)[1].split()
 
 
+def children_of(pid: int) -> list[int]:
+    """The pids whose parent is ``pid``, from ``/proc``, in order."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = proc_stat(entry.name)
+        if fields is not None and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
 def _running(pid: int) -> bool:
-    fields = _proc_stat(pid)
+    fields = proc_stat(pid)
     return fields is not None and fields[0] != "Z"
 
 
@@ -470,12 +480,7 @@ class WatchProcess:
     def children(self) -> list[int]:
         """The pids of the processes this watcher started (its relay lanes), from ``/proc``."""
         assert self.process is not None
-        found = []
-        for entry in Path("/proc").glob("[0-9]*"):
-            fields = _proc_stat(entry.name)
-            if fields is not None and int(fields[1]) == self.process.pid:
-                found.append(int(entry.name))
-        return sorted(found)
+        return children_of(self.process.pid)
 
     def gone(self, pids: Sequence[int], *, within: float = 30.0) -> bool:
         """Whether every one of ``pids`` exits within ``within`` seconds (a zombie not yet
