@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit browser bench clean
+.PHONY: demo test lint typecheck unit suite test-tools bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,21 +33,33 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-# The browser tests (tests/browser/) drive Debian's Chromium headless. Installed here when it is
-# missing and we are root (CI, the dev machines); otherwise nothing happens and those tests
-# skip, saying why. A failed install does not stop the rest of the suite.
-browser:
-	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing Debian's chromium for the browser tests"; \
+# Tools some tests drive, from Debian: Chromium for the browser tests (tests/browser/), and
+# shellcheck for the CI example scripts. Installed here when missing and we are root (CI, the
+# dev machines); otherwise nothing happens and those tests skip, saying why. A failed install
+# does not stop the rest of the suite.
+test-tools:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium fonts-dejavu-core"; \
+	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's$$missing for the tests"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends chromium fonts-dejavu-core >/dev/null) \
-		|| echo "warning: could not install chromium; the browser tests will skip"; \
+			--no-install-recommends $$missing >/dev/null) \
+		|| echo "warning: could not install$$missing; the tests that need it will skip"; \
 	fi
 
-unit: $(VENV)/.installed-dev browser
-	$(BIN)/pytest -q
+# Two tiers (markers in pyproject.toml): `make unit` leaves out the tests marked `slow` (a real
+# process, the Kafka broker, Chromium, a pip install); `make test` runs lint, types, import
+# contracts and every test. Both on two workers; the slowest tests are listed at the end.
+PYTEST := $(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
 
-test: lint typecheck unit
+unit: $(VENV)/.installed-dev
+	$(PYTEST) -m "not slow"
+
+suite: $(VENV)/.installed-dev test-tools
+	$(PYTEST)
+
+test: lint typecheck suite
 
 # Not part of `make test`: builds synthetic catalogs (cached in benchmarks/.cache/), measures
 # every backend against the stand-in GMS and rewrites benchmarks/RESULTS.md and results.png;

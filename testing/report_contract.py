@@ -3,8 +3,9 @@
 A pytest plugin (``tests/conftest.py`` loads it): an autouse fixture checks each report as it
 is made, whichever test makes it —
 
-- a ``scan ... --format json`` run as a subprocess (``subprocess.run``, how the CLI tests run
-  the installed command): its stdout, or its ``--output`` file;
+- a ``scan ... --format json`` run of the command (``testing.installed_cli``'s runs call
+  :func:`check_completed`; a test's own ``subprocess.run`` is checked too): its stdout, or its
+  ``--output`` file;
 - a report built in-process (``mlcopilot.cli.render.report.report_dict``, which
   ``render_json`` goes through).
 
@@ -19,7 +20,7 @@ import subprocess
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -75,8 +76,15 @@ def _options(args: Sequence[str]) -> dict[str, str]:
     return values
 
 
-def check_completed(args: Any, done: subprocess.CompletedProcess[Any], cwd: Any) -> None:
-    """Check the report a finished ``scan --format json`` subprocess wrote, if it wrote one."""
+class Finished(Protocol):
+    """A finished run of the command: a subprocess, or ``testing.installed_cli.Ran``."""
+
+    @property
+    def stdout(self) -> Any: ...
+
+
+def check_completed(args: Any, done: Finished, cwd: Any) -> None:
+    """Check the report a finished ``scan --format json`` run wrote, if it wrote one."""
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):
         return
     is_json, output = scan_json_output(args)

@@ -45,6 +45,8 @@ from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import FakeSlack
 from testing.notify_world import notify_env
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "check-plugin"
 TAG = "urn:li:tag:mlcopilot-missing-owner"

@@ -1,18 +1,15 @@
-"""End to end: the `mlcopilot` command as a user runs it, as a subprocess, on a Lite catalog."""
+"""End to end: the `mlcopilot` command as a user runs it (in-process), on a Lite catalog."""
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
 
+from testing.installed_cli import Ran, run_cli
 from testing.report_contract import check_report
 from tests.conftest import DEMO_DATA
 
@@ -23,37 +20,18 @@ SEGMENTS = "urn:li:dataset:(urn:li:dataPlatform:hive,legacy.customer_segments,PR
 DAY1, DAY2, DAY3 = "2026-11-20T09:00:00Z", "2026-11-21T09:00:00Z", "2026-11-22T09:00:00Z"
 
 
-@dataclass
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-
 class Mlcopilot(Protocol):
     """The ``mlcopilot`` fixture: run the command with these arguments."""
 
-    def __call__(self, *args: str) -> Run: ...
+    def __call__(self, *args: str) -> Ran: ...
 
 
 @pytest.fixture
 def mlcopilot(tmp_path: Path) -> Mlcopilot:
-    """Run `python -m mlcopilot ARGS` with MLCOPILOT_HOME in tmp_path."""
+    """Run `mlcopilot ARGS` with MLCOPILOT_HOME in tmp_path."""
 
-    def run(*args: str) -> Run:
-        env = {**os.environ, "MLCOPILOT_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
-        done = subprocess.run(
-            [sys.executable, "-m", "mlcopilot", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-            check=False,
-        )
-        return Run(done.returncode, done.stdout, done.stderr)
+    def run(*args: str) -> Ran:
+        return run_cli(tmp_path / "home", *args, columns=200)
 
     return run
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from standin.fixtures import StandInFactory
+from testing.installed_cli import Ran, run_cli
 from tests.conftest import DEMO_DATA
 
 SECRET = "tok-canary-5f1e0c"
@@ -22,21 +20,10 @@ def demo_records(*names: str) -> list[dict[str, Any]]:
     return [r for n in names for r in json.loads((DEMO_DATA / n).read_text(encoding="utf-8"))]
 
 
-def run(
-    tmp_path: Path, *args: str, token: str | None = None, **extra: str
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MLCOPILOT_HOME": str(tmp_path / "home"), "COLUMNS": "200", **extra}
-    env.pop("DATAHUB_GMS_TOKEN", None)
-    if token is not None:
-        env["DATAHUB_GMS_TOKEN"] = token
-    return subprocess.run(
-        [sys.executable, "-m", "mlcopilot", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+def run(tmp_path: Path, *args: str, token: str | None = None, **extra: str) -> Ran:
+    # The guard rails (tests/conftest.py) have taken DATAHUB_GMS_TOKEN out of the environment.
+    env = {**extra, **({"DATAHUB_GMS_TOKEN": token} if token is not None else {})}
+    return run_cli(tmp_path / "home", *args, env=env, columns=200)
 
 
 def findings(report: dict[str, Any]) -> set[tuple[str, str, str | None, str]]:

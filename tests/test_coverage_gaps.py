@@ -7,9 +7,6 @@ scan with the real checks and store; the no-model catalog runs through the comma
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +38,7 @@ from testing.builders import (
     training_run_urn,
     write_metadata_file,
 )
+from testing.installed_cli import Ran, run_cli
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 BARE = model_urn("bare_model")
@@ -188,16 +186,8 @@ def test_terminal_shows_gaps_with_readable_names(result: ScanResult) -> None:
     assert "Scanned 3 models: 0 findings; 2 models with coverage gaps (4 gaps)." in text
 
 
-def mlcopilot(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MLCOPILOT_HOME": str(home), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "mlcopilot", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+def mlcopilot(home: Path, *args: str) -> Ran:
+    return run_cli(home, *args, columns=200)
 
 
 def test_a_catalog_without_models_is_a_note_and_exit_0(tmp_path: Path) -> None:

@@ -18,10 +18,7 @@ The three scans must agree: same models, same findings, same coverage gaps.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -32,6 +29,7 @@ import pytest
 
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
+from testing.installed_cli import Ran, run_cli
 from tests.catalog.datahub_backend import TEST_OPTIONS, UNAVAILABLE, start_standin
 from tests.catalog.mcp_backend import MCP_UNAVAILABLE
 from tests.conftest import SAMPLES
@@ -137,17 +135,8 @@ def test_the_golden_files_hold_what_this_suite_claims() -> None:
 # --- running the product --------------------------------------------------------------------
 
 
-def mlcopilot(
-    home: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mlcopilot", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MLCOPILOT_HOME": str(home), **(env or {})},
-        timeout=300,
-        check=False,
-    )
+def mlcopilot(home: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
+    return run_cli(home, *args, env=env)
 
 
 def scan_json(home: Path, catalog: str) -> dict[str, Any]:

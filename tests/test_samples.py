@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from testing.installed_cli import Ran, run_cli
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.skipif(
@@ -17,16 +15,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MLCOPILOT_HOME": str(tmp_path / "home")}
-    return subprocess.run(
-        [sys.executable, "-m", "mlcopilot", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+def run(tmp_path: Path, *args: str) -> Ran:
+    return run_cli(tmp_path / "home", *args)
 
 
 def test_samples_scan_every_model(tmp_path: Path) -> None:

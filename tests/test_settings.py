@@ -1,19 +1,15 @@
 """One configuration: file < environment < flag, sources shown, bad keys and secrets refused.
 
 The loader is tested in-process; exit codes, ``config show``/``init`` and a scan changed by a
-check's section are tested through the real ``mlcopilot`` command, as a subprocess.
+check's section are tested through the ``mlcopilot`` command line (``run_cli``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +18,7 @@ import pytest
 from mlcopilot.errors import ConfigError
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.settings import load_settings
+from testing.installed_cli import Ran, run_cli
 from tests.conftest import REPO
 
 TOKEN = "ghp_" + "Q" * 36
@@ -177,32 +174,17 @@ def test_secrets_from_a_file_variable(tmp_path: Path) -> None:
 # --- the command ---------------------------------------------------------------------------
 
 
-@dataclass
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-
-
+Run = Ran
 Cli = Callable[..., Run]
 
 
 @pytest.fixture
 def mlcopilot(tmp_path: Path) -> Cli:
-    """Run ``python -m mlcopilot ARGS`` with MLCOPILOT_HOME in tmp_path (plus ``env``)."""
+    """Run ``mlcopilot ARGS`` with MLCOPILOT_HOME in tmp_path (plus ``env``)."""
 
     def run(*args: str, env: dict[str, str] | None = None) -> Run:
-        base = {k: v for k, v in os.environ.items() if k != "MLCOPILOT_CONFIG"}
-        full = {**base, "MLCOPILOT_HOME": str(tmp_path / "home"), "COLUMNS": "200", **(env or {})}
-        done = subprocess.run(
-            [sys.executable, "-m", "mlcopilot", *args],
-            capture_output=True,
-            text=True,
-            env=full,
-            timeout=120,
-            check=False,
-        )
-        return Run(done.returncode, done.stdout, done.stderr)
+        # The guard rails (tests/conftest.py) have taken MLCOPILOT_CONFIG out of the environment.
+        return run_cli(tmp_path / "home", *args, env=env, columns=200)
 
     return run
 

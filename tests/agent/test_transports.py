@@ -26,6 +26,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from testing.installed_cli import MLCOPILOT, run_cli
 from tests.agent.conftest import CUSTOMERS, UI
 
+pytestmark = pytest.mark.slow
+
 CLOCK = "2026-11-22T09:00:00Z"
 TOKEN = "test-token-" + "7" * 32
 INITIALIZE = {

@@ -18,6 +18,8 @@ from testing.browser import Chromium
 from testing.hostile_names import COLUMNS, ENTITY, SCRIPTED, STYLE, WATCH, hostile_report
 from testing.synthetic_lineage import MODEL, big_scan
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
+
 VISIBLE_JS = """() => Array.from(document.querySelectorAll("g.node"))
   .filter(n => n.getBoundingClientRect().width > 0).map(n => n.dataset.urn)"""
 

@@ -19,6 +19,8 @@ from mlcopilot.store import open_store
 from testing.browser import Chromium, OpenedPage, decode_png, parse_css_colour
 from tests.browser.conftest import Demo
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
+
 RISKS = ("critical", "high", "medium", "low", "none", "unknown")
 SEVERITY_RANK = {"critical": 4, "high": 3, "medium": 2, "low": 1}
 # The kinds the DOM contract names, for the lineage's edge kinds it names them for.

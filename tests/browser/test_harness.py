@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from testing.browser import Chromium, decode_png
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 LEAKY = """<!doctype html><html><head>
 <link rel="stylesheet" href="https://cdn.example/style.css">

@@ -21,7 +21,7 @@ from testing.builders import dataset, ml_model, model_urn
 from tests.catalog.datahub_backend import start_standin
 from tests.catalog.mcp_backend import TEST_OPTIONS, mcp_catalog_for, needs_mcp
 
-pytestmark = needs_mcp
+pytestmark = [needs_mcp, pytest.mark.slow]
 
 TOKEN = "canary-token-7e3b9a1f0c2d4e6f"
 MODEL = model_urn("churn")

@@ -25,6 +25,8 @@ from testing.installed_cli import MLCOPILOT
 from tests.ci.runner import SCRIPT, VENV_BIN, action, run_action, step
 from tests.conftest import DEMO_DATA, REPO
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = REPO / "examples" / "ci"
 ACTION_REF = re.compile(r"^OWNER/ml-incident-copilot@v\d+$")
 

@@ -20,6 +20,8 @@ from testing.builders import dataset, dataset_urn, ml_model, model_urn, write_me
 from tests.ci.runner import VENV_BIN, Ran, action, run_action
 from tests.conftest import DEMO_DATA, REPO
 
+pytestmark = pytest.mark.slow
+
 DAY1 = "2026-11-20T09:00:00Z"
 CATALOG = str(DEMO_DATA / "01_catalog.json")
 SARIF_SCHEMA = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"

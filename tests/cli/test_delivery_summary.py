@@ -29,6 +29,8 @@ from testing.installed_cli import MLCOPILOT, run_cli
 from testing.notify_world import CUSTOMERS, notify_env, world
 from tests.conftest import DEMO_DATA
 
+pytestmark = pytest.mark.slow
+
 ISSUES = r"/repos/acme/ml-alerts/issues"
 
 

@@ -229,6 +229,7 @@ def test_quiet_still_writes_the_report_asked_for(demo: Path, tmp_path: Path) -> 
     assert done.stdout.lstrip().startswith("Summary: scanned 1 model")
 
 
+@pytest.mark.slow
 def test_on_a_terminal_the_summary_follows_the_table(demo: Path) -> None:
     done = run_on_terminal(demo, "scan", "--now", DAY1, "--fail-on", "high")
     assert done.code == 1
@@ -238,6 +239,7 @@ def test_on_a_terminal_the_summary_follows_the_table(demo: Path) -> None:
     assert f"- {CHURN}: 2 findings at or above high: " in text
 
 
+@pytest.mark.slow
 def test_quiet_on_a_terminal_shows_no_table(demo: Path) -> None:
     done = run_on_terminal(demo, "scan", "--now", DAY1, "-q")
     assert done.code == 0, done.stdout

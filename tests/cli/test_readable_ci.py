@@ -107,6 +107,7 @@ def test_checks_are_printed_as_written_in_ci() -> None:
         assert lines[start + 1 : start + 1 + len(doc.splitlines())] == doc.splitlines()
 
 
+@pytest.mark.slow
 def test_checks_are_reflowed_once_on_a_narrow_terminal() -> None:
     width = 60
     ran = run_on_terminal(Path("unused"), "checks", columns=width)

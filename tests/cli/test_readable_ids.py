@@ -58,6 +58,7 @@ def error_lines(ran: Ran) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 def test_ids_and_names_stay_whole_on_an_80_column_terminal(home: Path) -> None:
     shown = run_on_terminal(home, "incidents", "list", columns=80)
 
@@ -83,6 +84,7 @@ def test_piped_every_incident_is_one_line_with_all_it_says(home: Path) -> None:
         assert "2026-11-20 09:00" in line
 
 
+@pytest.mark.slow
 def test_the_scan_table_shows_incident_and_state_and_cuts_names_in_the_middle(
     scanned: Path, tmp_path: Path
 ) -> None:
@@ -126,6 +128,7 @@ def test_piped_the_scan_table_is_one_line_per_finding(scanned: Path, tmp_path: P
     assert row.endswith("to be decommissioned on 2026-12-15")
 
 
+@pytest.mark.slow
 def test_full_names_show_whole_urns(home: Path) -> None:
     shown = run_on_terminal(home, "--full-names", "incidents", "list", columns=80)
 

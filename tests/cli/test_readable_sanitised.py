@@ -48,6 +48,7 @@ def visible(text: str) -> None:
     assert not found, found
 
 
+@pytest.mark.slow
 def test_the_terminal_shows_catalog_text_clean_and_literal(home: Path) -> None:
     shown = run_on_terminal(home, "scan", "--dry-run", columns=200)
 

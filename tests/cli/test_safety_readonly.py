@@ -85,6 +85,7 @@ def test_a_dry_run_reads_a_wal_catalog_in_a_read_only_folder(scanned: Path, tmp_
         assert len(ran.json()["incidents"]["updated"]) == 3
 
 
+@pytest.mark.slow
 def test_a_dry_run_on_a_terminal_on_a_read_only_home(scanned: Path, tmp_path: Path) -> None:
     with read_only_folder(tmp_path / "ro", scanned) as home:
         ran = run_on_terminal(home, "scan", "--dry-run", "--now", DAY2, columns=WIDE)

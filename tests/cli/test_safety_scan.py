@@ -161,6 +161,7 @@ def test_an_epoch_clock_no_longer_resolves_incidents_before_they_opened(home: Pa
         assert incident["resolved_at"] is None
 
 
+@pytest.mark.slow
 def test_on_a_terminal_a_refusal_is_the_same(home: Path) -> None:
     ran = run_on_terminal(home, "scan", "--max-nodes", "0", columns=WIDE)
     assert ran.code == 2

@@ -109,6 +109,7 @@ def test_a_mistyped_state_url_is_not_created(with_state: Path, tmp_path: Path) -
     assert len(run_cli(with_state, "incidents", "list", "--format", "json").json()) == 3
 
 
+@pytest.mark.slow
 def test_on_a_terminal_too_it_is_an_error_not_an_all_clear(catalog_only: Path) -> None:
     ran = run_on_terminal(catalog_only, "incidents", "list", columns=WIDE)
     assert ran.code == 2

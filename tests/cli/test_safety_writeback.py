@@ -88,6 +88,7 @@ def test_a_shadow_run_records_but_writes_nothing_to_the_catalog(
     assert "datahub" not in outbox_sinks(home)  # no row for the catalog, not even a done one
 
 
+@pytest.mark.slow
 def test_the_table_says_the_write_back_is_off(home: Path) -> None:
     ran = run_on_terminal(home, "scan", "--now", DAY1, "--no-write-back", columns=WIDE)
     assert ran.code == 0, ran.stdout

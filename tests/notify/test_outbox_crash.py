@@ -26,6 +26,8 @@ from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import CHANNEL_ID, FakeSlack
 from testing.notify_world import CUSTOMERS, World, notify_env, world
 
+pytestmark = pytest.mark.slow
+
 
 class Killed(BaseException):
     """The process died here (a BaseException: no ``except Exception`` cleans up after it)."""

@@ -26,6 +26,8 @@ from testing.postgres import fresh_schema
 from tests.conftest import DEMO_DATA
 from tests.watch.test_wire_watch import MODEL, STARTUP_INCIDENTS, Home, publish_schema_change
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watch")]
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
 A = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,a,PROD)"

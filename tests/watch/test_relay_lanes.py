@@ -28,6 +28,8 @@ from testing.installed_cli import MLCOPILOT
 from tests.watch.test_lease import demo_records
 from tests.watch.test_wire_watch import STARTUP_INCIDENTS, Home, assert_no_duplicates
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watch")]
+
 pytest.importorskip("datahub_actions", reason="the watch extra (acryl-datahub-actions)")
 
 STALL_BOUND_S = 120.0

@@ -16,6 +16,8 @@ from testing.broker import free_port
 from testing.installed_cli import Ran, run_cli
 from tests.watch.test_wire_watch import Home
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watch")]
+
 pytest.importorskip("datahub_actions", reason="the watch extra (acryl-datahub-actions)")
 
 

@@ -13,6 +13,8 @@ from testing.broker import Events
 from tests.watch.test_lease import demo_records, start_watcher
 from tests.watch.test_wire_watch import CUSTOMERS, MODEL, Home, publish_schema_change
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watch")]
+
 pytest.importorskip("datahub_actions", reason="the watch extra (acryl-datahub-actions)")
 
 

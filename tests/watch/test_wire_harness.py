@@ -23,6 +23,8 @@ import pytest
 from testing.broker import Broker, Events, Topics, entity_change_event
 from testing.schema_registry import METADATA_CHANGE_LOG_ID, PLATFORM_EVENT_ID, SchemaRegistry
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watch")]
+
 DATAHUB = Path(sys.executable).parent / "datahub"
 CUSTOMERS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
 EMAIL = f"urn:li:schemaField:({CUSTOMERS},email)"

@@ -23,6 +23,8 @@ from tests.watch.test_wire_watch import (
     start_and_settle,
 )
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watch")]
+
 pytest.importorskip("datahub_actions", reason="the watch extra (acryl-datahub-actions)")
 
 _RECEIVED = re.compile(r"Kafka msg received: (\S+), (\d+), (\d+)")

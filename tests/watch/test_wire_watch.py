@@ -32,6 +32,8 @@ from testing.notify_world import notify_env
 from testing.schema_registry import SchemaRegistry
 from tests.conftest import DEMO_DATA
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watch")]
+
 pytest.importorskip("datahub_actions", reason="the watch extra (acryl-datahub-actions)")
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD)"

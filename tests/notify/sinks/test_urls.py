@@ -5,10 +5,7 @@ resolution, in the clients themselves (issue 11)."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
 from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress, connect
 from mlcopilot.settings import host_rule
 from testing.fakes.slack import TOKEN, WEBHOOK_PATH, FakeSlack
+from testing.installed_cli import run_cli
 from testing.notify_world import CUSTOMERS, World, world
 
 GH_TOKEN = "ghp_" + "x" * 36
@@ -113,20 +111,8 @@ def test_a_bad_entry_is_a_config_error_naming_it() -> None:
 
 
 def test_config_show_shows_the_allowlist_and_where_it_came_from(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "MLCOPILOT_HOME": str(tmp_path / "home"),
-        "MLCOPILOT_ALLOWED_HOSTS": "10.20.30.40:8443,ghe.corp",
-    }
-    env.pop("MLCOPILOT_CONFIG", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "mlcopilot", "config", "show", "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    env = {"MLCOPILOT_ALLOWED_HOSTS": "10.20.30.40:8443,ghe.corp"}
+    done = run_cli(tmp_path / "home", "config", "show", "--format", "json", env=env)
     assert done.returncode == 0, done.stderr
     shown: dict[str, Any] = json.loads(done.stdout)
     assert shown["notify.allowed_hosts"] == {
