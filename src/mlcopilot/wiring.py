@@ -2,34 +2,33 @@
 
 This is the only module that knows the concrete catalog and store classes. It reads nothing
 itself: the settings object is the one reader of the environment and the configuration file.
+
+It imports them only when one is opened: a catalog backend through
+:data:`~mlcopilot.catalog.BACKENDS` (a ``lite:`` scan never loads the ``datahub:`` backend or
+the MCP SDK), the state store (SQLAlchemy, Alembic) in :func:`open_state`. So importing this
+module costs little, and a command that stops at a bad flag never pays for them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
-from mlcopilot.catalog.datahub.catalog import DataHubCatalog
-from mlcopilot.catalog.datahub.connection import settings_from_spec
-from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
-from mlcopilot.catalog.mcp.catalog import McpCatalog
+from mlcopilot.catalog import BACKENDS, LiteOpener, ServerCatalog, load_backend
 from mlcopilot.checks import load_checks
 from mlcopilot.errors import ConfigError, StoreError, UsageError
-from mlcopilot.protocols import Catalog, Check, StateStore
-from mlcopilot.settings import Settings
-from mlcopilot.store import MissingStore, default_state_url, open_store
 
-_NEXT_ISSUE_BACKENDS = {"datahub", "mcp"}
+if TYPE_CHECKING:
+    from mlcopilot.catalog.lite import LiteCatalog
+    from mlcopilot.protocols import Catalog, Check, StateStore
+    from mlcopilot.settings import Settings
 
 
 def parse_catalog_spec(spec: str) -> tuple[str, str]:
     """Split ``kind:location`` (``lite:PATH``, ``datahub:[URL]``, ``mcp:URL``)."""
     kind, sep, location = spec.partition(":")
     # `datahub:` alone means "the server DataHub's own CLI is configured for".
-    if (
-        not sep
-        or (not location and kind != "datahub")
-        or kind not in {"lite", *_NEXT_ISSUE_BACKENDS}
-    ):
+    if not sep or (not location and kind != "datahub") or kind not in BACKENDS:
         raise UsageError(
             f"--catalog {spec!r}: expected lite:PATH, datahub:URL or mcp:URL "
             "(e.g. lite:~/.mlcopilot/catalog.db)"
@@ -43,20 +42,20 @@ def open_catalog(spec: str, settings: Settings | None = None, *, create: bool = 
     ``datahub:`` alone takes the server and token from ``settings.datahub`` (``DATAHUB_GMS_URL``,
     ``DATAHUB_GMS_TOKEN``, ``[datahub]`` in the file), else as DataHub's CLI does
     (``~/.datahubenv``); ``datahub:URL`` takes the token from the settings. ``settings`` None
-    reads them now.
+    reads them now. Only the backend named is imported.
+
+    Raises:
+        UsageError: ``spec`` names no backend.
+        PluginUnavailable: a package the backend needs is not installed.
     """
     kind, location = parse_catalog_spec(spec)
-    if kind == "datahub":
-        return DataHubCatalog.from_settings(settings_from_spec(location, settings))
-    if kind == "mcp":
-        # mcp-server-datahub is spawned on first use, with the token from the settings.
-        return McpCatalog(settings_from_spec(location, settings))
-    if kind != "lite":
-        raise UsageError(
-            f"--catalog {spec!r}: the {kind}: backend is not available in this version yet; "
-            "use lite:PATH (load DataHub metadata files with `mlcopilot catalog load`)"
-        )
-    return open_lite_catalog(Path(location).expanduser(), create=create)
+    if kind == "lite":
+        return _open_lite(location, create=create)
+    # datahub: and mcp: (mcp-server-datahub is spawned on first use, with the settings' token).
+    server_catalog = cast("ServerCatalog", load_backend(kind))
+    from mlcopilot.catalog.datahub.connection import settings_from_spec  # imported by now
+
+    return server_catalog(settings_from_spec(location, settings))
 
 
 def open_lite(spec: str) -> LiteCatalog:
@@ -66,7 +65,12 @@ def open_lite(spec: str) -> LiteCatalog:
         raise UsageError(
             f"--catalog {spec!r}: `catalog load` writes into an embedded catalog; use lite:PATH"
         )
-    return open_lite_catalog(Path(location).expanduser(), create=True)
+    return _open_lite(location, create=True)
+
+
+def _open_lite(location: str, *, create: bool) -> LiteCatalog:
+    open_lite_catalog = cast("LiteOpener", load_backend("lite"))
+    return open_lite_catalog(Path(location).expanduser(), create=create)
 
 
 def open_state(settings: Settings, *, create: bool = False, preview: bool = False) -> StateStore:
@@ -85,6 +89,8 @@ def open_state(settings: Settings, *, create: bool = False, preview: bool = Fals
         MissingStore: There is none there (and neither ``create`` nor ``preview``).
         StoreError: It cannot be used.
     """
+    from mlcopilot.store import MissingStore, default_state_url, open_store  # SQLAlchemy
+
     url = settings.state_url
     if url is None:
         if create and not preview:

@@ -139,18 +139,10 @@ def impact_command(
     max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Preview which models a change to a dataset would break, and how badly."""
-    from mlcopilot.cli.render.impact_report import headline
-    from mlcopilot.preview import (
-        derive_changes,
-        parse_changes,
-        preview_change,
-        read_schema_file,
-        resolve_dataset,
-    )
     from mlcopilot.wiring import configured_checks
 
-    started = time.monotonic()
-    # Whatever can fail locally fails here, before the catalog is read.
+    # Whatever can fail locally fails here, before the catalog is read; what needs no parsing
+    # fails before the preview (the scan, the state store) is imported, so it costs little.
     clock = scan_clock(now)
     limits = walk_limits(max_hops, max_nodes)
     deprecation = _deprecation(deprecate, deprecation_note, decommission, replacement)
@@ -159,13 +151,25 @@ def impact_command(
             "--schema-file: the changes are derived from it; give it without --drop, "
             "--rename or --retype"
         )
-    changes = parse_changes(
-        drop=drop or (), rename=rename or (), retype=retype or (), deprecation=deprecation
-    )
-    if changes.empty and schema_file is None:
+    # No flag at all is no change (column flags given make one, or parse_changes refuses them).
+    if not (drop or rename or retype) and deprecation is None and schema_file is None:
         raise UsageError(
             "no change to preview: give --drop, --rename, --retype, --deprecate or --schema-file"
         )
+
+    from mlcopilot.cli.render.impact_report import headline
+    from mlcopilot.preview import (
+        derive_changes,
+        parse_changes,
+        preview_change,
+        read_schema_file,
+        resolve_dataset,
+    )
+
+    started = time.monotonic()
+    changes = parse_changes(
+        drop=drop or (), rename=rename or (), retype=retype or (), deprecation=deprecation
+    )
     reports = paired_reports(output_format or [OutputFormat.table], output or [])
     for each_format, _ in reports:
         if each_format not in IMPACT_FORMATS:

@@ -139,28 +139,28 @@ def scan_command(
     ] = True,
 ) -> None:
     """Walk every model's upstream lineage, check each node, track incidents and notify."""
-    from mlcopilot.cli.render.summary import Closing
-    from mlcopilot.gate import evaluate_gate
-    from mlcopilot.notify.delivery import scan_delivery
     from mlcopilot.notify.sinks.config import NotifySettings
-    from mlcopilot.scan import ScanOptions, scan
     from mlcopilot.wiring import configured_checks
 
-    started = time.monotonic()
+    # Whatever can fail locally fails here, before the scan reads or records anything, and
+    # before the scan, the state store and the sinks are imported: a bad flag costs little.
     rules = _gate_rules(fail_on, fail_on_gaps, fail_on_acknowledged, fail_on_new)
-    # Whatever can fail locally fails here, before the scan reads or records anything.
-    options = ScanOptions(
-        now=scan_clock(now),
-        models=tuple(model or ()),
-        dry_run=dry_run,
-        limits=walk_limits(max_hops, max_nodes),
-    )
+    clock_now = scan_clock(now)
+    limits = walk_limits(max_hops, max_nodes)
     settings = command_settings(catalog, state_url)
     notify = NotifySettings.from_settings(settings)
     if write_back is not None:
         notify = replace(notify, write_back=write_back)
     checks = configured_checks(settings)
     reports = paired_reports(output_format or [OutputFormat.table], output or [])
+
+    from mlcopilot.cli.render.summary import Closing
+    from mlcopilot.gate import evaluate_gate
+    from mlcopilot.notify.delivery import scan_delivery
+    from mlcopilot.scan import ScanOptions, scan
+
+    started = time.monotonic()
+    options = ScanOptions(now=clock_now, models=tuple(model or ()), dry_run=dry_run, limits=limits)
     with (
         opened_for_scan(settings, dry_run=dry_run) as (cat, store),
         _progress(quiet=quiet) as progress,

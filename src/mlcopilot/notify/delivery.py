@@ -2,7 +2,8 @@
 
 The one place that knows the concrete GitHub, Slack and DataHub sink classes; commands ask it
 for a :class:`~mlcopilot.scan.Delivery` (what a scan notifies) or a
-:class:`~mlcopilot.notify.relay.Relay` (what ``mlcopilot outbox`` delivers with).
+:class:`~mlcopilot.notify.relay.Relay` (what ``mlcopilot outbox`` delivers with). The GitHub
+and Slack sinks (githubkit, slack_sdk) are imported only when the settings configure them.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from mlcopilot.notify.relay import Relay, env_failpoint
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.datahub import DataHubSink, IncidentStatusReader, encode_writes
 from mlcopilot.notify.sinks.datahub_lite import LiteIncidentStatus
-from mlcopilot.notify.sinks.github import GitHubSink
-from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
 from mlcopilot.protocols import Catalog, StateStore
 from mlcopilot.scan import Delivery
 from mlcopilot.writeback import plan_writeback
@@ -30,8 +29,12 @@ def notification_sinks(settings: NotifySettings, clock: Clock) -> list[Sink]:
     """The GitHub and Slack sinks the settings configure (none when none is)."""
     sinks: list[Sink] = []
     if settings.github is not None:
+        from mlcopilot.notify.sinks.github import GitHubSink
+
         sinks.append(GitHubSink(settings.github, clock=clock, datahub_url=settings.datahub_url))
     if settings.slack is not None:
+        from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
+
         if settings.slack.mode == "bot":
             sinks.append(SlackSink(settings.slack, clock=clock, datahub_url=settings.datahub_url))
         else:
@@ -55,7 +58,10 @@ def scan_delivery(
         sources.append(DataHubAcks(catalog))
     elif isinstance(catalog, LiteCatalog):
         sources.append(DataHubAcks(LiteIncidentStatus(catalog.path)))
-    sources += [GitHubAcks(s) for s in sinks if isinstance(s, GitHubSink)]
+    if settings.github is not None:  # else there is no GitHub sink (nor githubkit loaded)
+        from mlcopilot.notify.sinks.github import GitHubSink
+
+        sources += [GitHubAcks(s) for s in sinks if isinstance(s, GitHubSink)]
     return Delivery(
         sinks=sinks,
         policy=settings.policy,
