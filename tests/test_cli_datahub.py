@@ -151,7 +151,7 @@ def test_doctor_checks_the_mcp_server_too(standin_factory: StandInFactory, tmp_p
     run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
     result = run(tmp_path, "doctor", "--catalog", f"mcp:{server.url}", token="anything")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "mcp server: mcp-server-datahub offers all 7 tools" in result.stdout
+    assert "mcp server: mcp-server-datahub offers all 8 tools" in result.stdout
     old = standin_factory(demo_records("01_catalog.json"), version="v1.3.0")
     result = run(tmp_path, "doctor", "--catalog", f"mcp:{old.url}", token="anything")
     assert result.returncode == 1

@@ -33,8 +33,13 @@ def demo_command(
     """Run the end-to-end demo on a fresh embedded DataHub catalog (no server needed)."""
     from mlcopilot.cli.demo_run import prepare_home, run_demo
     from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.notify.sinks.preview import PreviewTargets
 
-    notify = NotifySettings.from_settings(command_settings())
+    settings = command_settings()
+    notify = NotifySettings.from_settings(settings)
+    # What is not sent is previewed as the configured sinks would send it (repository, label,
+    # channel), or to placeholders.
+    targets = PreviewTargets.from_settings(settings, notify)
     if not send:
         configured = notify.sinks
         notify = replace(notify, github=None, slack=None)
@@ -43,4 +48,4 @@ def demo_command(
                 f"{' and '.join(configured)} credentials are set, but the demo sends nothing "
                 "without --send: it shows what would be sent."
             )
-    run_demo(prepare_home(home, out), out, notify)
+    run_demo(prepare_home(home, out), out, notify, targets)

@@ -6,10 +6,11 @@ again, shows the write-back, and resolves an incident when the column comes back
 clock is fixed, so every run tells the same story. It ends with ``mlcopilot report``'s HTML page
 (:func:`mlcopilot.cli.render.html.report_page`), written to ``<home>/report.html``.
 
-It also shows exactly what each scan sends to GitHub and Slack: the requests are rendered and
-printed (and saved, byte for byte, under ``<home>/notifications``). Only with ``--send`` and
-``GITHUB_TOKEN`` + ``MLCOPILOT_GITHUB_REPO``, ``SLACK_BOT_TOKEN`` + ``MLCOPILOT_SLACK_CHANNEL``
-or ``SLACK_WEBHOOK_URL`` set are they really sent.
+It also shows what each scan sends to GitHub and Slack: the real sinks render the requests,
+which are recorded instead of sent (:mod:`mlcopilot.notify.sinks.preview`), printed, and saved
+under ``<home>/notifications`` (one JSON file per request: its method and path, and its body).
+Only with ``--send`` and ``GITHUB_TOKEN`` + ``MLCOPILOT_GITHUB_REPO``, ``SLACK_BOT_TOKEN`` +
+``MLCOPILOT_SLACK_CHANNEL`` or ``SLACK_WEBHOOK_URL`` set are they really sent.
 
 The demo is harmless: it runs in a new temporary folder unless told otherwise, uses a given
 folder only when it is empty or an earlier demo's (marked by :data:`MARKER`), and removes only
@@ -45,7 +46,7 @@ from mlcopilot.names import short_name
 from mlcopilot.notify.codec import Sink
 from mlcopilot.notify.delivery import notification_sinks
 from mlcopilot.notify.sinks.config import NotifySettings
-from mlcopilot.notify.sinks.preview import Preview, PreviewGitHub, PreviewSlack
+from mlcopilot.notify.sinks.preview import Preview, PreviewGitHub, PreviewSlack, PreviewTargets
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
 from mlcopilot.store import default_state_url, open_store
@@ -125,14 +126,23 @@ def prepare_home(home: Path | None, console: Console) -> Path:
     return path
 
 
-def run_demo(home: Path, console: Console, notify: NotifySettings) -> None:
+def run_demo(
+    home: Path, console: Console, notify: NotifySettings, targets: PreviewTargets | None = None
+) -> list[Preview]:
     """Run the demo in ``home`` (from :func:`prepare_home`): catalog and state from scratch.
 
     Only the sinks ``notify`` configures are really sent to; pass settings without GitHub
     and Slack (the default of ``mlcopilot demo``) to only show and save what would be sent.
+    ``targets`` are the repository, label and channel the previews address (default:
+    placeholders).
+
+    Returns:
+        The requests previewed (not sent), in the order the sinks made them.
     """
     catalog_path = home / "catalog.db"
-    notifications = _Notifications(notify, home / "notifications", console)
+    notifications = _Notifications(
+        notify, targets or PreviewTargets(), home / "notifications", console
+    )
     catalog = open_lite_catalog(catalog_path, create=True)
     store = open_store(default_state_url(home), create=True)
     try:
@@ -140,18 +150,22 @@ def run_demo(home: Path, console: Console, notify: NotifySettings) -> None:
     finally:
         store.close()
         catalog.close()
+    return notifications.sent
 
 
 class _Notifications:
     """Real sinks where credentials are set, previews elsewhere; prints what went out."""
 
-    def __init__(self, settings: NotifySettings, folder: Path, console: Console) -> None:
+    def __init__(
+        self, settings: NotifySettings, targets: PreviewTargets, folder: Path, console: Console
+    ) -> None:
         self.settings = settings
         self.console = console
         self.folder = folder
         self.sent: list[Preview] = []  # both previews append here, in request order
-        self.github = PreviewGitHub(datahub_url=settings.datahub_url, sent=self.sent)
-        self.slack = PreviewSlack(datahub_url=settings.datahub_url, sent=self.sent)
+        url = settings.datahub_url
+        self.github = PreviewGitHub(targets.github, datahub_url=url, sent=self.sent)
+        self.slack = PreviewSlack(targets.slack, datahub_url=url, sent=self.sent)
         self._shown = 0
         self._full_shown: set[str] = set()
         for old in folder.glob(_SAVED) if folder.exists() else ():
@@ -192,8 +206,8 @@ class _Notifications:
         }
         self.console.print()
         self.console.print(
-            f"[bold]What GitHub and Slack would receive[/] ({count(len(fresh), 'request')}; saved "
-            f"exactly under {escape(str(self.folder))}):"
+            f"[bold]What GitHub and Slack would receive[/] ({count(len(fresh), 'request')}, as "
+            f"the sinks render them; saved under {escape(str(self.folder))}):"
         )
         for preview in fresh:
             if preview.action == "open":

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog, Definition
 from mlcopilot.catalog.datahub.connection import DataHubSettings, settings_from_spec
 from mlcopilot.catalog.datahub.setup import definitions
-from mlcopilot.catalog.mcp.catalog import McpCatalog
+from mlcopilot.catalog.mcp.catalog import TOOLS_CALLED, McpCatalog
 from mlcopilot.errors import CatalogError, ConfigError
 from mlcopilot.settings import Settings
 
@@ -80,22 +80,12 @@ def run_doctor(
     return checks
 
 
-MCP_TOOLS = frozenset(
-    {
-        "get_lineage",
-        "list_schema_fields",
-        "get_entities",
-        "get_aspect_history",
-        "add_tags",
-        "add_structured_properties",
-        "save_document",
-    }
-)
-"""The mcp-server-datahub tools the ``mcp:`` backend calls."""
-
-
 def _mcp_server(settings: DataHubSettings) -> DoctorCheck:
-    """Start mcp-server-datahub against the server and look for the tools the backend uses."""
+    """Start mcp-server-datahub against the server and look for the tools the backend calls.
+
+    Those are the backend's own :data:`~mlcopilot.catalog.mcp.catalog.TOOLS_CALLED`, so the
+    check cannot drift from what ``mcp:`` scans use.
+    """
     catalog = McpCatalog(settings)
     try:
         tools = catalog.session.tools()
@@ -103,7 +93,7 @@ def _mcp_server(settings: DataHubSettings) -> DoctorCheck:
         return DoctorCheck("mcp server", False, str(exc))
     finally:
         catalog.close()
-    missing = sorted(MCP_TOOLS - tools)
+    missing = sorted(TOOLS_CALLED - tools)
     if missing:
         return DoctorCheck(
             "mcp server",
@@ -111,7 +101,9 @@ def _mcp_server(settings: DataHubSettings) -> DoctorCheck:
             f"mcp-server-datahub started but does not offer {', '.join(missing)} (write tools "
             "need TOOLS_IS_MUTATION_ENABLED and a DataHub of at least v1.4.0)",
         )
-    return DoctorCheck("mcp server", True, f"mcp-server-datahub offers all {len(MCP_TOOLS)} tools")
+    return DoctorCheck(
+        "mcp server", True, f"mcp-server-datahub offers all {len(TOOLS_CALLED)} tools"
+    )
 
 
 def _settings(target: str | DataHubSettings, config: Settings | None) -> DataHubSettings:

@@ -1,91 +1,46 @@
 """DataHub through its official MCP server (``mcp-server-datahub`` over stdio) as the catalog.
 
-The product's original write-up walked lineage with ``get_lineage`` and read schemas with
-``list_schema_fields``. Measured against the real server, the MCP tools are built for language
-models — trimmed, cleaned and re-sorted — and several of their answers lose what the checks
-need, so each datum comes from the one call that answers it exactly:
+The MCP tools are built for language models: trimmed, cleaned and re-sorted, and several of
+their answers lose what the checks need. So each datum comes from the one call that answers it
+exactly, and the tools are used where they answer in few calls, the SDK (against the same GMS,
+as :mod:`mlcopilot.catalog.datahub.catalog` reads it) where they would not. The tools called
+are :data:`TOOLS_CALLED` (what ``mlcopilot doctor`` checks the server offers):
 
-==============================  ===========================================================
-Catalog method                  Calls
-==============================  ===========================================================
-``models()``                    MCP ``search`` (``entity_type = mlModel``, pages of 50 — the
-                                tool's cap — by ``offset``); soft-deleted ones are dropped
-                                using the entities' ``status`` read through the SDK.
-``lineage()``                   MCP ``get_lineage`` (upstream, ``max_hops`` 1/2/3 = all) finds
-                                everything DataHub's lineage index has upstream of the model;
-                                that set is fetched in SDK batches, then the walk runs on it.
-                                ``get_lineage`` drops ``paths`` and names no relationship, so
-                                edges (kinds and order, which decide the reported paths) come
-                                from aspects; hops the index misses (training data, feature
-                                tables, primary keys) are found there and ``get_lineage`` is
-                                asked again from each of them.
-``downstream()`` /              SDK, as :mod:`mlcopilot.catalog.datahub.catalog` does: who
-``downstream_models()``         names each urn of a level upstream (batched GraphQL
-                                ``relationships``, incoming), their edges from aspects, every
-                                model's training data read once. ``get_lineage`` with
-                                ``upstream=False`` would name the lineage-indexed part in one
-                                call, but drops ``paths`` and every relationship-only hop
-                                (``Contains``, ``KeyedBy``) and the training data, and no tool
-                                asks ``relationships``: the edges would have to be read level
-                                by level through the SDK anyway, so the tool would only add
-                                calls.
-``prefetch()``                  A scan of many models: the SDK reads them a level per round
-                                in shared batches (``get_lineage`` takes one urn, so it would
-                                cost a call per model); ``get_lineage`` only finishes long
-                                narrow chains, where the DataHub backend would scroll.
-``nodes()`` / ``upstream()``    SDK: raw aspects in batched GraphQL ``entities`` (and OpenAPI
-                                ``batchGet``), the latest ``operation``, incoming ``Contains``
-                                and ``Produces`` relationships, a dataset's assertions with
-                                their latest runs and the active incidents — see
-                                :mod:`mlcopilot.catalog.datahub.catalog`.
-``schema_as_of()``              MCP ``get_aspect_history`` (``schemaMetadata`` and
-                                ``editableSchemaMetadata``) picks the version in force at the
-                                time; the SDK reads that exact version (OpenAPI ``batchGet``
-                                with ``If-Version-Match``).
-``schemas_at()``                SDK, as :mod:`mlcopilot.catalog.datahub.catalog` does: a scan's
-                                training-time schemas of every dataset in two or three batched
-                                rounds. ``get_aspect_history`` takes at most 10 urns per call
-                                and probes each with its own ``exists`` request to GMS, so
-                                through the tool a first scan would cost over one request per
-                                dataset (measured: 2.7 per dataset, ~170 ms per call).
-``apply()``                     Tags: MCP ``add_tags`` / ``remove_tags``. Structured
-                                properties: MCP ``add_structured_properties`` /
-                                ``remove_structured_properties``. Documents: MCP
-                                ``save_document``. Incidents, tag and structured-property
-                                definitions, and the current state compared against: SDK.
-==============================  ===========================================================
+- ``models()``: ``search`` (pages of 50, the tool's cap); soft-deleted models are dropped by
+  their ``status``, read through the SDK.
+- ``lineage()``: ``get_lineage`` finds what DataHub's lineage index has upstream of the model;
+  the SDK fetches it in batches and the walk runs on the aspects, because the tool drops
+  ``paths`` and names no relationship, and the index misses hops (training data, feature
+  tables, primary keys), from each of which ``get_lineage`` is asked again.
+- ``downstream()``, ``prefetch()``, ``nodes()``, ``upstream()``, ``schemas_at()``: the SDK.
+  ``get_lineage`` takes one urn, so a scan of many models would cost a call per model, and
+  downstream it drops relationship-only hops and training data; ``get_aspect_history`` takes
+  at most 10 urns and probes each with a request of its own.
+- ``schema_as_of()``: ``get_aspect_history`` picks the version in force at the time; the SDK
+  reads that exact version (its cleaning drops empty records, among them every field's
+  logical type).
+- ``apply()``: tags through ``add_tags`` / ``remove_tags``, structured properties through
+  ``add_structured_properties`` / ``remove_structured_properties``, documents through
+  ``save_document``; incidents, definitions and the state compared against through the SDK.
 
-Why not ``get_entities`` / ``list_schema_fields`` for entity metadata (seen on the real server):
-schema fields carry no logical type and come sorted by "priority", not declared order (schema
-drift compares both); field tags and terms come as display *names*, and a tag with no
-``tagProperties`` vanishes, so a PII tag can be silently lost; ML entities have no features,
-sources, training data or dates; datasets have no ``status``, ``operations``, ``lastModified``
-or column lineage; and each urn costs three requests. ``get_aspect_history`` returns raw
-aspects, but its cleaning drops every empty record — including the logical type of every
-schema field — so it picks the version and the SDK reads it.
+Not ``get_entities`` / ``list_schema_fields``: their fields have no logical type and come in
+"priority" order, tags and terms come as display names (a tag with no ``tagProperties``
+vanishes: a PII tag could be lost), ML entities lack features, sources and training data, and
+datasets lack ``status``, operations and column lineage. Not the quality-signal tools either:
+``get_dataset_assertions`` is never offered on OSS DataHub, there is no incident tool, and the
+batched ``entities`` read carries each dataset's assertions and incidents anyway.
 
-Why not the MCP tools for DataHub's own quality signals: ``get_dataset_assertions`` is never
-offered on OSS DataHub (it needs ``DATA_QUALITY_TOOLS_ENABLED`` and a Cloud-only field), there is
-no incident tool at all, and the ``search`` filters ``hasFailingAssertions = true`` /
-``hasActiveIncidents = true`` would only add requests: the batched ``entities`` query that reads
-every upstream entity anyway carries each dataset's assertions and incidents in the same round.
-
-Writes: the state to compare with is read fresh; the intents fold in order with exactly the
-rule of the Lite and DataHub backends, so the same writes report the same changes. Only the
-net difference per entity is sent. The tag and property tools refuse an entity DataHub does
-not have, and the removals a tag or property with no definition entity; those few writes go
-through the SDK instead, as PATCHes of just the entries changed (like the tools, they leave
-every other tag and property as DataHub holds it when the write lands; see
-:mod:`mlcopilot.catalog.proposals`). Documents keep mlcopilot's deterministic urns:
-``save_document`` is given the urn (``urn:li:document:mlcopilot-…``), and its update
-restriction, which refuses any urn not yet inside its "Shared" folder, is switched off for
-the server this backend runs — it only ever receives urns mlcopilot derives. A document
-counts as changed when its title, text or related assets differ; ``save_document`` sets its
-own timestamps and folder.
+Writes fold in order with exactly the Lite and DataHub backends' rule, so the same writes
+report the same changes, and only the net difference per entity is sent. The tools refuse an
+entity DataHub does not have, and removing a tag or property with no definition entity; those
+writes go through the SDK as PATCHes of just the entries changed (see
+:mod:`mlcopilot.catalog.proposals`). Documents keep mlcopilot's deterministic urns: the server
+runs with ``save_document``'s update restriction off (it only ever receives urns mlcopilot
+derives), and a document counts as changed when its title, text or related assets differ.
 
 The server is spawned on first use with telemetry off, write tools on, the default search view
 off (it would filter the model list) and a large response token budget; token-budget
-truncation is still handled.
+truncation is still handled. Measured costs: ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -110,7 +65,7 @@ from mlcopilot.catalog.datahub.catalog import (
     DataHubCatalog,
 )
 from mlcopilot.catalog.datahub.client import GmsClient, refused_token
-from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
+from mlcopilot.catalog.datahub.connection import DataHubSettings
 from mlcopilot.catalog.mcp.session import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
@@ -140,6 +95,23 @@ from mlcopilot.redact import register_secret
 log = logging.getLogger(__name__)
 
 SERVER = "mcp-server-datahub"
+TOOLS_CALLED = frozenset(
+    {
+        "search",
+        "get_lineage",
+        "get_aspect_history",
+        "add_tags",
+        "remove_tags",
+        "add_structured_properties",
+        "remove_structured_properties",
+        "save_document",
+    }
+)
+"""Every ``mcp-server-datahub`` tool this backend calls: what ``mlcopilot doctor`` checks for.
+
+Every call goes through :meth:`McpCatalog._call_all`, which refuses a tool not named here, so
+a new call site cannot leave the doctor behind (``tests/catalog/test_mcp_tools.py`` records
+the calls of the demo's scans and a removal, and finds exactly this set)."""
 LINEAGE_RESULTS = 1000
 """``max_results`` of the first ``get_lineage`` call from a root; raised when DataHub has more."""
 MAX_LINEAGE_RESULTS = 10_000
@@ -275,12 +247,6 @@ class McpCatalog(ClosedOnExit):
         """Writes the last :meth:`apply` could not make (documents on a server < 1.4)."""
         register_secret(settings.token)
 
-    @classmethod
-    def from_url(cls, server_url: str, *, token: str | None = None, **options: Any) -> McpCatalog:
-        """A catalog for one GMS URL; ``options`` are :class:`McpOptions` fields."""
-        settings = DataHubSettings(server=normalize_url(server_url), token=token or None)
-        return cls(settings, McpOptions(**options))
-
     @property
     def label(self) -> str:
         """``mcp:<url>`` (never the token)."""
@@ -342,10 +308,9 @@ class McpCatalog(ClosedOnExit):
         """Fetch the upstream of many models at once, before their walks (a scan's estate).
 
         ``get_lineage`` takes one urn, so asking it from every model would cost a call per
-        model (1,000 models: 1,000 calls of ~170 ms). Instead the SDK reads the estate a
-        level per round in shared batches, as the DataHub backend does, so an entity many
-        models share is read once; ``get_lineage`` only finishes long narrow chains, where
-        the DataHub backend scrolls.
+        model. Instead the SDK reads the estate a level per round in shared batches, as the
+        DataHub backend does, so an entity many models share is read once; ``get_lineage``
+        only finishes long narrow chains, where the DataHub backend scrolls.
         """
         self._sdk.prefetch(roots, limits)
         self._prefetched.update(roots)
@@ -408,7 +373,14 @@ class McpCatalog(ClosedOnExit):
         return self._call_all([(tool, arguments)])[0]
 
     def _call_all(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Any]:
-        """Tool calls, concurrently; a refused token is reported as the DataHub backend does."""
+        """Tool calls, concurrently; a refused token is reported as the DataHub backend does.
+
+        Raises:
+            ValueError: a tool not in :data:`TOOLS_CALLED` (a call site the doctor would miss).
+        """
+        unknown = sorted({tool for tool, _ in calls} - TOOLS_CALLED)
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: add the tool to TOOLS_CALLED")
         try:
             return self.session.call_all(calls, timeout=self._options.call_timeout)
         except CatalogError as exc:
@@ -834,6 +806,7 @@ def _properties(aspect: ax.JsonObject | None) -> dict[Urn, tuple[str | float, ..
 
 
 __all__ = [
+    "TOOLS_CALLED",
     "McpCatalog",
     "McpOptions",
     "find_server",

@@ -1,18 +1,46 @@
-"""Sinks that show instead of send: exactly what GitHub and Slack would receive.
+"""Sinks that show instead of send: the real GitHub and Slack sinks, on a recording transport.
 
-They render with the same functions as the real sinks and record the request each would make
-(method, path, JSON body), so ``mlcopilot demo`` without credentials shows the real payloads.
+:class:`PreviewGitHub` runs :class:`~mlcopilot.notify.sinks.github.GitHubSink` on an
+``httpx.MockTransport``; :class:`PreviewSlack` runs :class:`~mlcopilot.notify.sinks.slack.SlackSink`
+(or, for a webhook, :class:`~mlcopilot.notify.sinks.slack.SlackWebhookSink`) with an opener that
+never connects. Each answers as GitHub or Slack would for a repository or
+channel holding nothing of ours yet (no earlier issue or message; the labels exist) and records
+every write the sink makes: method, path and body, byte for byte as it would go out. So
+``mlcopilot demo`` without credentials shows what the sinks send, rendered once, by the sinks
+(``tests/notify/sinks/test_preview.py`` compares it with what the local fakes receive).
+
+The reads a sink makes first (the bot's login, the issue list, a label, a channel's id by its
+name) are answered but not recorded. Nothing carries a real token.
 """
 
 from __future__ import annotations
 
+import http.client
+import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import Request
 
-from mlcopilot.notify.codec import Delivered, OutboxItem, SinkName, SinkRef, decode_notification
-from mlcopilot.notify.sinks.content import marker
-from mlcopilot.notify.sinks.render_github import comment_body, issue_body, issue_title
-from mlcopilot.notify.sinks.render_slack import root_message, thread_message
+import httpx
+from pydantic import SecretStr
+
+from mlcopilot.clock import SystemClock
+from mlcopilot.notify.codec import Delivered, OutboxItem, SinkName, SinkRef
+from mlcopilot.notify.sinks.config import GitHubSettings, NotifySettings, SlackSettings
+from mlcopilot.notify.sinks.github import GitHubSink
+from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
+from mlcopilot.settings import Settings
+
+PREVIEW_REPO = "OWNER/REPO"
+"""The repository previews address when none is configured."""
+PREVIEW_CHANNEL = "CHANNELID"
+"""The channel id previews post to when none is configured, or when a channel is configured by
+name (Slack would answer its lookup with the real id)."""
+_TOKEN = SecretStr("preview-not-a-token")
+_WEBHOOK = "https://hooks.slack.com/services/PREVIEW"
+_LOGIN = "mlcopilot-preview"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,19 +49,74 @@ class Preview:
 
     sink: SinkName
     action: str
+    """The outbox action (``open``, ``update``, ``resolve``...), or ``close`` / ``edit root``
+    for the second request of a resolution."""
     request: str
     """``POST /repos/OWNER/REPO/issues`` or ``POST chat.postMessage``."""
-    payload: dict[str, Any]
+    body: bytes
+    """The request's body, exactly as the sink sends it (JSON)."""
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The body, decoded."""
+        data = json.loads(self.body)
+        return data if isinstance(data, dict) else {}
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class PreviewTargets:
+    """Where previews are addressed: the configured repository, label and channel.
+
+    Placeholders (:data:`PREVIEW_REPO`, :data:`PREVIEW_CHANNEL`) where none is configured; the
+    preview sinks replace any token with one that is not.
+    """
+
+    github: GitHubSettings = field(
+        default_factory=lambda: GitHubSettings(repo=PREVIEW_REPO, token=_TOKEN)
+    )
+    slack: SlackSettings = field(
+        default_factory=lambda: SlackSettings(channel=PREVIEW_CHANNEL, bot_token=_TOKEN)
+    )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, notify: NotifySettings) -> PreviewTargets:
+        """The sinks' settings where configured (``notify``, checked), else placeholders.
+
+        The placeholders still carry the configured label and bot login (``settings``).
+        """
+        github = notify.github or GitHubSettings(
+            repo=PREVIEW_REPO,
+            token=_TOKEN,
+            label=settings.github.label,
+            ack_label=settings.github.ack_label,
+            bot_login=settings.github.bot_login or None,
+        )
+        slack = notify.slack or SlackSettings(channel=PREVIEW_CHANNEL, bot_token=_TOKEN)
+        return cls(github=github, slack=slack)
+
+
 class PreviewGitHub:
-    """Renders GitHub requests without sending them."""
+    """The real :class:`GitHubSink`, answered by a mock GitHub; records its writes in ``sent``."""
 
-    repo: str = "OWNER/REPO"
-    datahub_url: str | None = None
-    sent: list[Preview] = field(default_factory=list)
-    _issues: int = 0
+    def __init__(
+        self,
+        settings: GitHubSettings | None = None,
+        *,
+        datahub_url: str | None = None,
+        sent: list[Preview] | None = None,
+    ) -> None:
+        self.settings = (settings or PreviewTargets().github).model_copy(
+            update={"token": _TOKEN, "write_spacing_s": 0.0}
+        )
+        self.sent: list[Preview] = [] if sent is None else sent
+        self._numbers = itertools.count(1)
+        self._action = ""
+        self._sink = GitHubSink(
+            self.settings,
+            clock=SystemClock(),
+            datahub_url=datahub_url,
+            transport=httpx.MockTransport(self._answer),
+        )
 
     @property
     def name(self) -> SinkName:
@@ -41,38 +124,63 @@ class PreviewGitHub:
         return "github"
 
     def deliver(self, item: OutboxItem, ref: SinkRef | None) -> Delivered:
-        """Record the issue, comment or close this row would make."""
-        notification = decode_notification(item.payload)
-        base = f"/repos/{self.repo}/issues"
-        if item.action == "open":
-            self._issues += 1
-            labels = ["mlcopilot", f"risk:{notification.group.check.replace('_', '-')}"]
-            payload = {
-                "title": issue_title(notification),
-                "body": issue_body(notification, datahub_url=self.datahub_url),
-                "labels": labels,
-            }
-            self.sent.append(Preview("github", "open", f"POST {base}", payload))
-            return Delivered(ref=SinkRef("github", str(self._issues), f"(preview #{self._issues})"))
-        number = ref.key if ref else "?"
-        body = comment_body(notification, datahub_url=self.datahub_url)
-        self.sent.append(
-            Preview("github", item.action, f"POST {base}/{number}/comments", {"body": body})
-        )
-        if item.action == "resolve":
-            close = {"state": "closed", "state_reason": "completed"}
-            self.sent.append(Preview("github", "close", f"PATCH {base}/{number}", close))
-        return Delivered()
+        """What :class:`GitHubSink` does for this row, recorded instead of sent."""
+        self._action = item.action
+        return self._sink.deliver(item, ref)
+
+    def _answer(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if request.method == "GET":
+            if path.endswith("/user"):
+                return httpx.Response(200, json={"login": _LOGIN})
+            if "/labels/" in path:
+                return httpx.Response(200, json={"name": path.rsplit("/", 1)[-1]})
+            if path.endswith(("/issues", "/comments")):
+                return httpx.Response(200, json=[])  # nothing of ours there yet
+            return httpx.Response(404, json={"message": "Not Found"})
+        body = request.read()
+        if request.method == "POST" and path.endswith("/issues"):
+            action, number = "open", next(self._numbers)
+            answer = {"number": number, "html_url": f"(preview #{number})"}
+        elif request.method == "PATCH":
+            action, answer = "close", {"state": "closed"}
+        else:
+            action, answer = self._action, {"id": 1}
+        self.sent.append(Preview("github", action, f"{request.method} {path}", body))
+        return httpx.Response(200 if request.method == "PATCH" else 201, json=answer)
 
 
-@dataclass(slots=True)
 class PreviewSlack:
-    """Renders Slack requests without sending them."""
+    """The real Slack sink, answered by a mock Slack; records its posts in ``sent``.
 
-    channel: str = "#CHANNEL"
-    datahub_url: str | None = None
-    sent: list[Preview] = field(default_factory=list)
-    _ts: int = 0
+    A bot (:class:`SlackSink`) unless ``settings`` configure a webhook
+    (:class:`SlackWebhookSink`, its address replaced: it is a secret).
+    """
+
+    def __init__(
+        self,
+        settings: SlackSettings | None = None,
+        *,
+        datahub_url: str | None = None,
+        sent: list[Preview] | None = None,
+    ) -> None:
+        settings = settings or PreviewTargets().slack
+        self.sent: list[Preview] = [] if sent is None else sent
+        self._stamps = itertools.count(1)
+        self._action = ""
+        self._sink: SlackSink | SlackWebhookSink
+        if settings.mode == "webhook":
+            self.settings = settings.model_copy(
+                update={"webhook_url": SecretStr(_WEBHOOK), "post_spacing_s": 0.0}
+            )
+            self._sink = SlackWebhookSink(
+                self.settings, clock=SystemClock(), datahub_url=datahub_url, opener=self._answer
+            )
+        else:
+            self.settings = settings.model_copy(update={"bot_token": _TOKEN, "post_spacing_s": 0.0})
+            self._sink = SlackSink(
+                self.settings, clock=SystemClock(), datahub_url=datahub_url, opener=self._answer
+            )
 
     @property
     def name(self) -> SinkName:
@@ -80,36 +188,32 @@ class PreviewSlack:
         return "slack"
 
     def deliver(self, item: OutboxItem, ref: SinkRef | None) -> Delivered:
-        """Record the post (and, on resolution, the root edit) this row would make."""
-        notification = decode_notification(item.payload)
-        metadata = {
-            "event_type": "mlcopilot_notification",
-            "event_payload": {"dedupe_key": item.dedupe_key, "marker": marker(notification.group)},
-        }
-        if item.action == "open":
-            text, blocks = root_message(notification, datahub_url=self.datahub_url)
-            self._ts += 1
-            ts = f"{self._ts}.000100"
-            payload = {
-                "channel": self.channel,
-                "text": text,
-                "blocks": blocks,
-                "metadata": metadata,
-            }
-            self.sent.append(Preview("slack", "open", "POST chat.postMessage", payload))
-            return Delivered(ref=SinkRef("slack", f"{self.channel}/{ts}", None, {"ts": ts}))
-        root_ts = str((ref.data or {}).get("ts", "?")) if ref else "?"
-        text, blocks = thread_message(notification, datahub_url=self.datahub_url)
-        payload = {
-            "channel": self.channel,
-            "thread_ts": root_ts,
-            "text": text,
-            "blocks": blocks,
-            "metadata": metadata,
-        }
-        self.sent.append(Preview("slack", item.action, "POST chat.postMessage", payload))
-        if item.action == "resolve":
-            text, blocks = root_message(notification, datahub_url=self.datahub_url)
-            edit = {"channel": self.channel, "ts": root_ts, "text": text, "blocks": blocks}
-            self.sent.append(Preview("slack", "edit root", "POST chat.update", edit))
-        return Delivered()
+        """What :class:`SlackSink` does for this row, recorded instead of sent."""
+        self._action = item.action
+        return self._sink.deliver(item, ref)
+
+    def _answer(self, req: Request, **_: Any) -> tuple[int, http.client.HTTPMessage, bytes]:
+        headers = http.client.HTTPMessage()
+        body = req.data if isinstance(req.data, bytes) else b""
+        if req.full_url == _WEBHOOK:
+            self.sent.append(Preview("slack", self._action, "POST the webhook", body))
+            headers["Content-Type"] = "text/html"
+            return 200, headers, b"ok"
+        api = urlsplit(self.settings.api_url).path
+        method = urlsplit(req.full_url).path.removeprefix(api)
+        answer: dict[str, Any] = {"ok": True}
+        if method == "conversations.list":
+            name = str(self.settings.channel).removeprefix("#").lower()
+            answer["channels"] = [{"id": PREVIEW_CHANNEL, "name": name, "name_normalized": name}]
+        elif method in ("conversations.history", "conversations.replies"):
+            answer["messages"] = []
+        elif method in ("chat.postMessage", "chat.update"):
+            sent = json.loads(body)
+            ts = sent.get("ts") or f"{next(self._stamps)}.000100"
+            answer |= {"channel": sent.get("channel"), "ts": ts}
+            action = self._action if method == "chat.postMessage" else "edit root"
+            self.sent.append(Preview("slack", action, f"{req.get_method()} {method}", body))
+        else:
+            answer = {"ok": False, "error": "unknown_method"}
+        headers["Content-Type"] = "application/json; charset=utf-8"
+        return 200, headers, json.dumps(answer).encode()

@@ -61,6 +61,10 @@ from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress
 from mlcopilot.redact import redact
 
 EVENT_TYPE = "mlcopilot_notification"
+Opener = Callable[..., tuple[int, Any, bytes]]
+"""How a client sends one request: :func:`~mlcopilot.notify.sinks.slack_http.open_url`'s
+signature (``req``; ``total``, ``per_read``, ``policy``, ``context``), answering status, headers
+and body. Replaced only to record requests instead of sending them (the demo's preview)."""
 HISTORY_SKEW = timedelta(minutes=10)
 """How far before the outbox row's creation a history read starts: our clock and Slack's may
 disagree; a message for the row cannot be older than the row by more than that."""
@@ -151,15 +155,23 @@ def _retry_after(headers: dict[str, list[str]] | Any) -> float:
 class _WebClient(WebClient):
     """slack_sdk's client over :func:`open_url`: a total deadline, checked addresses."""
 
-    def __init__(self, *args: Any, total_s: float, policy: AddressPolicy, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        total_s: float,
+        policy: AddressPolicy,
+        opener: Opener = open_url,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._total_s = total_s
         self._policy = policy
+        self._opener = opener
 
     def _perform_urllib_http_request_internal(self, url: str, req: Request) -> dict[str, Any]:
         if not url.lower().startswith(("https://", "http://")):
             raise SlackClientError("only http(s) URLs are allowed")
-        status, headers, body = open_url(
+        status, headers, body = self._opener(
             req, total=self._total_s, per_read=self.timeout, policy=self._policy, context=self.ssl
         )
         charset = headers.get_content_charset() or "utf-8"
@@ -169,15 +181,23 @@ class _WebClient(WebClient):
 class _WebhookClient(WebhookClient):
     """slack_sdk's webhook client over :func:`open_url`: a total deadline, checked addresses."""
 
-    def __init__(self, *args: Any, total_s: float, policy: AddressPolicy, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        total_s: float,
+        policy: AddressPolicy,
+        opener: Opener = open_url,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._total_s = total_s
         self._policy = policy
+        self._opener = opener
 
     def _perform_http_request_internal(self, url: str, req: Request) -> WebhookResponse:
         if not url.lower().startswith(("https://", "http://")):
             raise SlackClientError("only http(s) URLs are allowed")
-        status, headers, body = open_url(
+        status, headers, body = self._opener(
             req, total=self._total_s, per_read=self.timeout, policy=self._policy, context=self.ssl
         )
         charset = headers.get_content_charset() or "utf-8"
@@ -199,7 +219,11 @@ def _policy(settings: SlackSettings) -> AddressPolicy:
 
 
 class SlackSink:
-    """One root message per group in a channel, updates in its thread (bot token)."""
+    """One root message per group in a channel, updates in its thread (bot token).
+
+    ``opener`` replaces :func:`~mlcopilot.notify.sinks.slack_http.open_url` under slack_sdk:
+    :mod:`mlcopilot.notify.sinks.preview` records the requests instead of sending them.
+    """
 
     def __init__(
         self,
@@ -208,6 +232,7 @@ class SlackSink:
         clock: Clock,
         datahub_url: str | None = None,
         max_history_pages: int = MAX_HISTORY_PAGES,
+        opener: Opener = open_url,
     ) -> None:
         assert settings.bot_token is not None
         assert settings.channel is not None
@@ -226,6 +251,7 @@ class SlackSink:
             ],
             total_s=settings.timeout_s,
             policy=_policy(settings),
+            opener=opener,
         )
 
     @property
@@ -466,10 +492,18 @@ def _raise_transport_error(what: str, exc: Exception, *, sends: bool) -> NoRetur
 
 
 class SlackWebhookSink:
-    """Posts every notification as a new message through an incoming webhook (no threads)."""
+    """Posts every notification as a new message through an incoming webhook (no threads).
+
+    ``opener`` is as :class:`SlackSink`'s.
+    """
 
     def __init__(
-        self, settings: SlackSettings, *, clock: Clock, datahub_url: str | None = None
+        self,
+        settings: SlackSettings,
+        *,
+        clock: Clock,
+        datahub_url: str | None = None,
+        opener: Opener = open_url,
     ) -> None:
         assert settings.webhook_url is not None
         self._datahub_url = datahub_url
@@ -482,6 +516,7 @@ class SlackWebhookSink:
             ],
             total_s=settings.timeout_s,
             policy=_policy(settings),
+            opener=opener,
         )
 
     @property
