@@ -1,7 +1,7 @@
 """``python -m benchmarks.downstream``: what "which models read this table?" costs, per backend.
 
 The question the impact preview and the watcher ask
-(:func:`mlcopilot.downstream.models_downstream`).
+(:func:`mlcopilot.lineage.downstream.models_downstream`).
 A raw table, ``raw.events``, feeds 1,000 models: three in four through features (sourced from
 the raw table or from ``clean.events``, which an ETL job derives from it; all in one feature
 table), one in four only as training data (a hop DataHub's lineage index does not have). The
@@ -38,7 +38,7 @@ from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.datahub.connection import DataHubSettings
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.mcp.catalog import McpCatalog, McpOptions
-from mlcopilot.downstream import build_index, models_downstream
+from mlcopilot.lineage.downstream import build_index, models_downstream
 from mlcopilot.model import Urn
 from mlcopilot.protocols import Catalog, WalkLimits
 from testing.builders import (

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from mlcopilot.cli.render.html import render_html
+from mlcopilot.report.html import render_html
 from testing.synthetic_lineage import big_scan
 
 SIZES = (100, 300, 1_000, 3_000)

@@ -20,11 +20,11 @@ from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import builtin_infos
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import CheckInfo, CheckOutcome, Node, Severity
-from mlcopilot.notify.delivery import scan_delivery
 from mlcopilot.notify.relay import RetryPolicy
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.protocols import CheckContext
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
+from mlcopilot.scan.delivery import scan_delivery
 from mlcopilot.store import SqlStore, open_store
 from testing.builders import dataset, ds, ml_model, model_urn
 from testing.fakes.github import TOKEN as GH_TOKEN

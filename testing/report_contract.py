@@ -6,7 +6,7 @@ is made, whichever test makes it —
 - a ``scan ... --format json`` run of the command (``testing.installed_cli``'s runs call
   :func:`check_completed`; a test's own ``subprocess.run`` is checked too): its stdout, or its
   ``--output`` file;
-- a report built in-process (``mlcopilot.cli.render.report.report_dict``, which
+- a report built in-process (``mlcopilot.report.json.report_dict``, which
   ``render_json`` goes through).
 
 Version 3 is validated against ``mlcopilot/schemas/report-v3.json`` (draft 2020-12); a report
@@ -34,7 +34,7 @@ OLDER_KEYS = {
 
 @cache
 def validator() -> Draft202012Validator:
-    from mlcopilot.cli.render.report import report_schema
+    from mlcopilot.report.json import report_schema
 
     schema = report_schema()
     Draft202012Validator.check_schema(schema)
@@ -105,7 +105,7 @@ def check_completed(args: Any, done: Finished, cwd: Any) -> None:
 @pytest.fixture(autouse=True)
 def scan_reports_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
     """Check every JSON scan report this test produces (see the module docstring)."""
-    from mlcopilot.cli.render import report as report_module
+    from mlcopilot.report import json as report_module
 
     real_run = subprocess.run
     real_report_dict = report_module.report_dict

@@ -16,10 +16,10 @@ from rich.console import Console
 
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import load_checks
-from mlcopilot.cli.render.report import render_json, render_markdown
 from mlcopilot.cli.render.terminal import print_scan
-from mlcopilot.coverage import NO_LINEAGE, coverage_gaps
+from mlcopilot.lineage.coverage import NO_LINEAGE, coverage_gaps
 from mlcopilot.protocols import WalkLimits
+from mlcopilot.report.json import render_json, render_markdown
 from mlcopilot.scan import ScanOptions, ScanResult, scan
 from mlcopilot.store import open_store
 from testing.builders import (

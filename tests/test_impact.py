@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlcopilot.impact import column_usage
+from mlcopilot.lineage.columns import column_usage
 from mlcopilot.model import (
     ColumnEdge,
     Edge,

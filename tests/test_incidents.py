@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mlcopilot.errors import UsageError
-from mlcopilot.incidents import CLEARED, Evaluated, acknowledge, reconcile, resolve
+from mlcopilot.incidents.lifecycle import CLEARED, Evaluated, acknowledge, reconcile, resolve
 from mlcopilot.model import Finding, Incident, IncidentChanges, IncidentState, Severity
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"

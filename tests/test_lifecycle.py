@@ -10,8 +10,8 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as sc
 
 from mlcopilot.catalog.lite import LiteCatalog
+from mlcopilot.incidents.writeback import incident_urn
 from mlcopilot.model import IncidentState, Severity
-from mlcopilot.writeback import incident_urn
 from testing.notify_world import CUSTOMERS, World, world
 
 CRIT = Severity.CRITICAL

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlcopilot.errors import NodeNotFound
-from mlcopilot.lineage import walk_upstream
+from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import Edge, EntityType, Node
 from mlcopilot.protocols import WalkLimits
 

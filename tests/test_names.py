@@ -11,8 +11,8 @@ from datahub.utilities.urns._urn_base import _SpecificUrn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlcopilot.names import short_name
-from mlcopilot.wording import count, plural
+from mlcopilot.text.names import short_name
+from mlcopilot.text.wording import count, plural
 
 HALF = "urn:li:dataset:(urn:li:dataPlatform:hive,half"
 URN_CLASSES = sorted(

@@ -346,7 +346,7 @@ def test_the_readme_example_configuration_loads(tmp_path: Path) -> None:
     assert settings.file == config
     assert settings.checks, "the example configures a check"
     NotifySettings.from_settings(settings)  # and the notification part is consistent
-    from mlcopilot.wiring import configured_checks
+    from mlcopilot.scan.wiring import configured_checks
 
     assert configured_checks(settings)  # each check accepts its section
     # The table documents every key the settings have.

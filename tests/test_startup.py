@@ -133,7 +133,7 @@ BACKEND_PROBE = """
 import json, sys
 sys.modules[sys.argv[1]] = None  # as if it were not installed
 from mlcopilot.errors import PluginUnavailable
-from mlcopilot.wiring import open_catalog
+from mlcopilot.scan.wiring import open_catalog
 try:
     open_catalog("mcp:http://localhost:9")
 except PluginUnavailable as exc:

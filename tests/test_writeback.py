@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from mlcopilot.checks import builtin_infos
+from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY, plan_writeback
 from mlcopilot.model import (
     DocumentWrite,
     Incident,
@@ -15,7 +16,6 @@ from mlcopilot.model import (
     Severity,
     TagWrite,
 )
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY, plan_writeback
 
 INFOS = builtin_infos()
 TAGS = {name: info.tag for name, info in INFOS.items()}

@@ -19,6 +19,7 @@ from datahub.metadata.schema_classes import TagPropertiesClass
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.checks import builtin_infos
 from mlcopilot.errors import CatalogError
+from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY, plan_writeback
 from mlcopilot.model import (
     DocumentWrite,
     Incident,
@@ -30,7 +31,6 @@ from mlcopilot.model import (
     Write,
 )
 from mlcopilot.notify.sinks.datahub import decode_writes, encode_writes
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY, plan_writeback
 
 T0 = datetime(2026, 11, 1, 8, 30, 15, 123456, tzinfo=UTC)
 RAW = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"

@@ -8,10 +8,12 @@ the contract suites check their behaviour. The relay's side of the store is
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Protocol
+from types import TracebackType
+from typing import Any, ClassVar, Protocol, Self
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
@@ -305,7 +307,7 @@ class StateStore(OutboxStore, Protocol):
         """
         ...
 
-    def preview_notifications(
+    def planned_notifications(
         self, changes: IncidentChanges, notify: NotifyRequest, *, now: datetime
     ) -> list[PlannedRow]:
         """The outbox rows :meth:`record_scan` would commit for ``changes``; writes nothing."""
@@ -408,3 +410,22 @@ class StateStore(OutboxStore, Protocol):
     def close(self) -> None:
         """Release connections."""
         ...
+
+
+class ClosedOnExit(ABC):
+    """A resource used as ``with resource:``; leaving the block calls :meth:`close`."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the resource holds; safe to call more than once."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -25,9 +25,9 @@ from mlcopilot.catalog.lite import open_lite_catalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
 from mlcopilot.clock import OffsetClock
-from mlcopilot.notify.delivery import notification_sinks
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.scan import Delivery, ScanOptions, scan
+from mlcopilot.scan.delivery import notification_sinks
 from mlcopilot.settings import Settings, load_settings
 from mlcopilot.store import default_state_url, open_store
 from testing.fakes.github import FakeGitHub

@@ -21,9 +21,9 @@ from pydantic import AnyUrl
 
 from mlcopilot.agent.server import _run, build_server
 from mlcopilot.checks import builtin_infos
+from mlcopilot.incidents.writeback import incident_document
 from mlcopilot.settings import load_settings
 from mlcopilot.store import default_state_url, open_store
-from mlcopilot.writeback import incident_document
 from testing.fakes.github import FakeGitHub
 from testing.notify_world import notify_env
 from tests.agent.conftest import CUSTOMERS, MODEL, NOW, UI, Connected

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mlcopilot.cli.render.html import inert, render_html
+from mlcopilot.report.html import inert, render_html
 from testing.browser import Chromium
 from testing.hostile_names import COLUMNS, ENTITY, SCRIPTED, STYLE, WATCH, hostile_report
 from testing.synthetic_lineage import MODEL, big_scan

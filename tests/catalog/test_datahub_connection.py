@@ -14,7 +14,7 @@ from mlcopilot.catalog.datahub.connection import (
     settings_from_spec,
 )
 from mlcopilot.errors import ConfigError, UsageError
-from mlcopilot.wiring import open_catalog, parse_catalog_spec
+from mlcopilot.scan.wiring import open_catalog, parse_catalog_spec
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.secret-canary-token"
 

@@ -13,8 +13,8 @@ from mlcopilot.catalog.datahub.connection import DataHubSettings
 from mlcopilot.catalog.datahub.doctor import DoctorCheck, run_doctor
 from mlcopilot.catalog.datahub.setup import definitions, setup_datahub
 from mlcopilot.checks import builtin_infos
+from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY
 from mlcopilot.model import PropertyWrite
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 from testing.builders import dataset, ml_model, model_urn
 from tests.catalog.datahub_backend import needs_standin, start_standin
 

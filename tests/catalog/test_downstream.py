@@ -15,7 +15,7 @@ from pathlib import Path
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
 from benchmarks.generate import Shape, generate, wrappers
-from mlcopilot.downstream import (
+from mlcopilot.lineage.downstream import (
     DownstreamModels,
     DownstreamSource,
     build_index,

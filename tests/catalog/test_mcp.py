@@ -480,7 +480,7 @@ def test_primary_key_and_feature_table_hops_are_found(servers: Servers) -> None:
 
 
 def test_catalog_label_and_wiring() -> None:
-    from mlcopilot.wiring import open_catalog
+    from mlcopilot.scan.wiring import open_catalog
 
     catalog = open_catalog("mcp:http://user:secret@localhost:8080/")
     assert isinstance(catalog, McpCatalog)

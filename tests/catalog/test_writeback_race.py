@@ -27,8 +27,8 @@ from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.mcp.catalog import McpCatalog
 from mlcopilot.catalog.proposals import label_patch, proposals
 from mlcopilot.checks import builtin_infos
+from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY
 from mlcopilot.model import PropertyWrite, TagWrite, Write
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 from standin import mutations
 from testing.builders import dataset, dataset_urn, ml_model, model_urn, tag
 from tests.catalog.datahub_backend import needs_standin, start_standin

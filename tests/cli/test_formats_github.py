@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlcopilot.cli.render.github import command, escape_data, escape_property
+from mlcopilot.report.github import command, escape_data, escape_property
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
 from testing.installed_cli import run_cli
 

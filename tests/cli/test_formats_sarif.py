@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from mlcopilot.cli.render.sarif import FINGERPRINT
+from mlcopilot.report.sarif import FINGERPRINT
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
 from testing.installed_cli import run_cli
 

@@ -1,4 +1,4 @@
-"""The CI gate's verdict (mlcopilot.gate.evaluate_gate), as a pure function: every rule."""
+"""The CI gate's verdict (mlcopilot.incidents.gate.evaluate_gate), a pure function: every rule."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from mlcopilot.gate import GateRules, evaluate_gate
-from mlcopilot.incidents import acknowledge, reconcile
+from mlcopilot.incidents.gate import GateRules, evaluate_gate
+from mlcopilot.incidents.lifecycle import acknowledge, reconcile
 from mlcopilot.model import (
     CoverageGap,
     EntityType,

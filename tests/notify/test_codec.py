@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from mlcopilot.incidents.payload import PayloadError, decode_notification, encode_notification
 from mlcopilot.model import CheckInfo, GroupState, OutboxStatus, Severity
-from mlcopilot.notify.codec import PayloadError, decode_notification, encode_notification
 from testing.notify_world import CUSTOMERS, world
 
 STORED = Path(__file__).parent / "stored"

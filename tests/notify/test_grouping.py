@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import Severity
-from mlcopilot.notify.codec import OutboxStatus
 from testing.builders import model_urn
 from testing.notify_world import CUSTOMERS, world
 from testing.postgres import fresh_schema

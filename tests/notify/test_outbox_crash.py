@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import Severity
-from mlcopilot.notify.codec import OutboxStatus
 from testing.builders import dataset, ml_model, write_metadata_file
 from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import CHANNEL_ID, FakeSlack

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from mlcopilot.incidents.payload import GroupState, Member, NotifyPolicy, decode_notification
+from mlcopilot.incidents.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.model import Severity, SinkName
-from mlcopilot.notify.codec import GroupState, Member, NotifyPolicy, decode_notification
-from mlcopilot.notify.policy import Decision, PendingRow, StoredGroup, decide
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 POLICY = NotifyPolicy()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import OutboxItem, Severity
-from mlcopilot.notify.codec import OutboxStatus
 from mlcopilot.notify.relay import Relay, RelayReport, RetryPolicy, no_failpoint
 from mlcopilot.notify.sinks.github import GitHubSink
 from testing.notify_world import CUSTOMERS, Script, World, world

@@ -21,8 +21,8 @@ from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.cli import app
 from mlcopilot.errors import ConfigError
+from mlcopilot.incidents.payload import decode_notification, encode_notification
 from mlcopilot.model import Severity
-from mlcopilot.notify.codec import decode_notification, encode_notification
 from mlcopilot.notify.sinks.config import NotifySettings
 from testing.builders import model_urn
 from testing.fakes.github import FakeGitHub

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from mlcopilot.cli.render.graph_layout import Box, Layout, Spacing, layered_layout
+from mlcopilot.report.layout import Box, Layout, Spacing, layered_layout
 
 BOX = Box(100, 30)
 

@@ -14,8 +14,8 @@ from itertools import combinations
 
 import pytest
 
-from mlcopilot.cli.render.html import OPEN_NODES, render_html
 from mlcopilot.model import Edge, IncidentChanges
+from mlcopilot.report.html import OPEN_NODES, render_html
 from mlcopilot.scan import ScanResult
 from testing.synthetic_lineage import big_scan
 from tests.render_html.dom import Element, parse

@@ -20,8 +20,8 @@ import pytest
 
 from mlcopilot.catalog.lite import open_lite_catalog
 from mlcopilot.checks import builtin_infos
-from mlcopilot.cli.render.html import EDGE_KINDS, RISKS
 from mlcopilot.protocols import WalkLimits
+from mlcopilot.report.html import EDGE_KINDS, RISKS
 from testing.installed_cli import run_cli
 from tests.conftest import DEMO_DATA
 from tests.render_html.dom import parse

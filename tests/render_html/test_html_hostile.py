@@ -14,7 +14,7 @@ import unicodedata
 
 import pytest
 
-from mlcopilot.cli.render.html import inert, script_json
+from mlcopilot.report.html import inert, script_json
 from testing.builders import dataset_urn
 from testing.hostile_names import COLUMNS, ENTITY, SCRIPTED, STYLE, TABLE, hostile_report
 from tests.render_html.dom import parse

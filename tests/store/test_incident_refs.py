@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from mlcopilot.notify.codec import Delivered, SinkRef
+from mlcopilot.incidents.payload import Delivered, SinkRef
 from mlcopilot.store import SqlStore
 from tests.store.test_outbox_contract import T0, claim, record
 from tests.store.test_store_contract import finding

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mlcopilot.incidents import reconcile
+from mlcopilot.incidents.lifecycle import reconcile
+from mlcopilot.incidents.payload import NotifyPolicy, NotifyRequest
 from mlcopilot.model import Finding, IncidentChanges, Severity
-from mlcopilot.notify.codec import NotifyPolicy, NotifyRequest
 from mlcopilot.store import SqlStore, notify_sql
 from tests.store.test_store_contract import MODEL, finding
 

@@ -12,9 +12,15 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, insert, text
 
-from mlcopilot.incidents import reconcile
+from mlcopilot.incidents.lifecycle import reconcile
+from mlcopilot.incidents.payload import (
+    Delivered,
+    NotifyPolicy,
+    NotifyRequest,
+    OutboxStatus,
+    SinkRef,
+)
 from mlcopilot.model import Finding, OutboxItem, Severity, SinkName
-from mlcopilot.notify.codec import Delivered, NotifyPolicy, NotifyRequest, OutboxStatus, SinkRef
 from mlcopilot.store import SqlStore, StoreConflict, open_store
 from mlcopilot.store import schema as tables
 from tests.store.test_store_contract import DS, EVERYTHING, MODEL, count, finding

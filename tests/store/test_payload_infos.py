@@ -12,9 +12,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mlcopilot.checks import builtin_infos
-from mlcopilot.incidents import reconcile
+from mlcopilot.incidents.lifecycle import reconcile
+from mlcopilot.incidents.payload import (
+    NotifyPolicy,
+    NotifyRequest,
+    OutboxStatus,
+    decode_notification,
+)
 from mlcopilot.model import CheckInfo
-from mlcopilot.notify.codec import NotifyPolicy, NotifyRequest, OutboxStatus, decode_notification
 from mlcopilot.notify.sinks.render_github import issue_body, issue_title
 from mlcopilot.notify.sinks.render_slack import root_message
 from mlcopilot.store import SqlStore

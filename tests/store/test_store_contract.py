@@ -12,7 +12,7 @@ from sqlalchemy import Engine, func, insert, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from mlcopilot.errors import StoreError, UsageError
-from mlcopilot.incidents import CLEARED, reconcile
+from mlcopilot.incidents.lifecycle import CLEARED, reconcile
 from mlcopilot.model import (
     Baseline,
     Finding,

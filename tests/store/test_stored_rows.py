@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mlcopilot.errors import StoreError
-from mlcopilot.incidents import reconcile
+from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.model import Baseline, NotifyPolicy, NotifyRequest, Schema, SchemaField
 from mlcopilot.store import SqlStore, open_store
 from tests.store.test_store_contract import DS, MODEL, finding

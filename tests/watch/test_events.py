@@ -23,7 +23,7 @@ from datahub_actions.event.event_registry import (
     RelationshipChangeEvent,
 )
 
-from mlcopilot.downstream import DownstreamIndex
+from mlcopilot.lineage.downstream import DownstreamIndex
 from mlcopilot.watch import pipeline
 from mlcopilot.watch.affected import affected_models
 from mlcopilot.watch.events import (

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mlcopilot.downstream import DownstreamIndex
+from mlcopilot.lineage.downstream import DownstreamIndex
 from mlcopilot.model import OutboxItem, OutboxStatus
 from mlcopilot.settings import load_settings
 from mlcopilot.store import open_store

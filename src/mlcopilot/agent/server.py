@@ -47,7 +47,9 @@ from mlcopilot.agent.results import (
 from mlcopilot.checks import available_infos, infos_of
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import MlCopilotError, UsageError
-from mlcopilot.gate import GateRules, evaluate_gate
+from mlcopilot.incidents.gate import GateRules, evaluate_gate
+from mlcopilot.incidents.payload import OutboxItem, SinkRef
+from mlcopilot.incidents.writeback import document_urn, incident_document, incident_urn, info_for
 from mlcopilot.model import (
     CheckInfo,
     Deprecation,
@@ -57,17 +59,15 @@ from mlcopilot.model import (
     OutboxStatus,
     Severity,
 )
-from mlcopilot.names import short_name
-from mlcopilot.notify.codec import OutboxItem, SinkRef
-from mlcopilot.notify.delivery import hand_change_request, scan_delivery
+from mlcopilot.notify.content import entity_url
 from mlcopilot.notify.sinks.config import NotifySettings
-from mlcopilot.notify.sinks.content import entity_url
-from mlcopilot.preview import ImpactReport, parse_changes, preview_change, resolve_dataset
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import ScanOptions, ScanResult, scan
+from mlcopilot.scan.delivery import hand_change_request, scan_delivery
+from mlcopilot.scan.whatif import ImpactReport, parse_changes, preview_change, resolve_dataset
+from mlcopilot.scan.wiring import configured_checks, open_catalog, open_state
 from mlcopilot.settings import Settings
-from mlcopilot.wiring import configured_checks, open_catalog, open_state
-from mlcopilot.writeback import document_urn, incident_document, incident_urn, info_for
+from mlcopilot.text.names import short_name
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class Service:
         options = ScanOptions(now=now, models=(model.strip(),), dry_run=not write)
         catalog = open_catalog(settings.catalog_spec, settings)
         try:
-            store = open_state(settings, create=write, preview=not write)
+            store = open_state(settings, create=write, dry_run=not write)
             try:
                 # Writes commit the incidents with their write-back and notifications as outbox
                 # rows and return: the relay's first delivery waits group_wait (30 s by
@@ -182,7 +182,7 @@ class Service:
         now = self._clock()
         catalog = open_catalog(settings.catalog_spec, settings)
         try:
-            store = open_state(settings, preview=True)
+            store = open_state(settings, dry_run=True)
             try:
                 urn = resolve_dataset(catalog, dataset.strip())
                 report = preview_change(catalog, store, checks, urn, changes, now)

@@ -30,10 +30,9 @@ from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.lite_writer import TIMESERIES, LiteWriter, Outcome, TransactionalLite
-from mlcopilot.closing import ClosedOnExit
-from mlcopilot.downstream import downstream_models_of
 from mlcopilot.errors import CatalogError
-from mlcopilot.lineage import walk_upstream
+from mlcopilot.lineage.downstream import downstream_models_of
+from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
     UPDATE_HISTORY,
     AssertionState,
@@ -45,7 +44,7 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
-from mlcopilot.protocols import WalkLimits
+from mlcopilot.protocols import ClosedOnExit, WalkLimits
 
 _BATCH = 500  # urns per IN (...) query, well under SQLite's bound-parameter limit
 _MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
@@ -174,7 +173,7 @@ class LiteCatalog(ClosedOnExit):
         return list(edges)
 
     def downstream_models(self, urn: Urn, limits: WalkLimits | None = None) -> list[Urn]:
-        """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`)."""
+        """The models whose lineage reaches ``urn`` (:mod:`mlcopilot.lineage.downstream`)."""
         return downstream_models_of(self, urn, limits or WalkLimits())
 
     def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:

@@ -53,7 +53,7 @@ def print_error(message: str) -> None:
     Redacted, and cleaned like everything the catalog wrote (an error may quote a name):
     no control, bidi or zero-width character reaches the terminal, no markup is interpreted.
     """
-    from mlcopilot.notify.sinks.text import clean
+    from mlcopilot.text.safe import clean
 
     first, *rest = redact.redact(message).splitlines() or [""]
     err.print(f"[bold red]error:[/] {escape(clean(first, UNWRAPPED))}")
@@ -342,7 +342,7 @@ def opened(config: Settings, *, create: bool = False) -> Iterator[tuple[Catalog,
     ``create``: the command records (``baseline accept``), so a missing state database is
     created; otherwise it is an error, never an empty estate.
     """
-    from mlcopilot.wiring import open_catalog, open_state
+    from mlcopilot.scan.wiring import open_catalog, open_state
 
     cat = open_catalog(config.catalog_spec, config)
     try:

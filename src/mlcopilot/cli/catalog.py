@@ -28,7 +28,7 @@ from mlcopilot.cli._app import (
     rendered,
     write_output,
 )
-from mlcopilot.wording import count
+from mlcopilot.text.wording import count
 
 
 @catalog_app.command("load")
@@ -40,7 +40,7 @@ def catalog_load(
     import signal
 
     from mlcopilot.catalog.loader import check_files, load_metadata_files
-    from mlcopilot.wiring import open_lite
+    from mlcopilot.scan.wiring import open_lite
 
     settings = command_settings(catalog=catalog)
     check_files(files)  # a missing file must not leave an empty catalog behind
@@ -109,10 +109,10 @@ def catalog_models(
     output: OutputOption = None,
 ) -> None:
     """List the ML models a catalog holds: what `scan --model` takes (a name or an urn)."""
-    from mlcopilot.cli.render.report import render_models_json
     from mlcopilot.cli.render.terminal import print_models
-    from mlcopilot.names import short_name
-    from mlcopilot.wiring import open_catalog
+    from mlcopilot.report.json import render_models_json
+    from mlcopilot.scan.wiring import open_catalog
+    from mlcopilot.text.names import short_name
 
     settings = command_settings(catalog=catalog)
     cat = open_catalog(settings.catalog_spec, settings)
@@ -151,8 +151,8 @@ def baseline_accept(
     state_url: StateOption = None,
 ) -> None:
     """Accept the current upstream schemas as the model's baseline (ends reported drift)."""
-    from mlcopilot.names import short_name
     from mlcopilot.scan import accept_baselines
+    from mlcopilot.text.names import short_name
 
     with opened(command_settings(catalog, state_url), create=True) as (cat, store):
         accepted = accept_baselines(cat, store, model, now=datetime.now(UTC))

@@ -30,7 +30,7 @@ def config_show(
     state_url: StateOption = None,
 ) -> None:
     """Print every effective setting, its value and its source (secrets redacted)."""
-    from mlcopilot.settings_doc import effective_rows, render_json, render_text
+    from mlcopilot.settings.doc import effective_rows, render_json, render_text
 
     rows = effective_rows(command_settings(catalog, state_url), _check_models())
     render = render_json if output_format is ConfigFormat.json else render_text
@@ -45,7 +45,7 @@ def config_init(
     ] = None,
 ) -> None:
     """Write a commented starting configuration file (every key at its default)."""
-    from mlcopilot.settings_doc import starting_file
+    from mlcopilot.settings.doc import starting_file
 
     text = starting_file(_check_models())
     if path is None:

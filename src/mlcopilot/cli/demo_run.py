@@ -4,7 +4,7 @@ It loads real DataHub metadata files (shipped in ``mlcopilot/demo_data``; built 
 ``scripts/build_demo_data.py``) into DataHub Lite, scans, changes an upstream schema, scans
 again, shows the write-back, and resolves an incident when the column comes back. The demo's
 clock is fixed, so every run tells the same story. It ends with ``mlcopilot report``'s HTML page
-(:func:`mlcopilot.cli.render.html.report_page`), written to ``<home>/report.html``.
+(:func:`mlcopilot.report.html.report_page`), written to ``<home>/report.html``.
 
 It also shows what each scan sends to GitHub and Slack: the real sinks render the requests,
 which are recorded instead of sent (:mod:`mlcopilot.notify.sinks.preview`), printed, and saved
@@ -37,21 +37,21 @@ from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
 from mlcopilot.cli._app import write_atomically
-from mlcopilot.cli.render.html import report_page
 from mlcopilot.cli.render.terminal import print_scan
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
+from mlcopilot.incidents.payload import Sink
+from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY
 from mlcopilot.model import IncidentWrite
-from mlcopilot.names import short_name
-from mlcopilot.notify.codec import Sink
-from mlcopilot.notify.delivery import notification_sinks
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.preview import Preview, PreviewGitHub, PreviewSlack, PreviewTargets
 from mlcopilot.protocols import StateStore
+from mlcopilot.report.html import report_page
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
+from mlcopilot.scan.delivery import notification_sinks
 from mlcopilot.store import default_state_url, open_store
-from mlcopilot.wording import count
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY
+from mlcopilot.text.names import short_name
+from mlcopilot.text.wording import count
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD)"
 CUSTOMERS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"

@@ -40,7 +40,7 @@ from mlcopilot.model import Severity
 
 if TYPE_CHECKING:
     from mlcopilot.model import CheckInfo, Deprecation
-    from mlcopilot.preview import ImpactReport
+    from mlcopilot.scan.whatif import ImpactReport
 
 
 IMPACT_FORMATS = (
@@ -139,7 +139,7 @@ def impact_command(
     max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Preview which models a change to a dataset would break, and how badly."""
-    from mlcopilot.wiring import configured_checks
+    from mlcopilot.scan.wiring import configured_checks
 
     # Whatever can fail locally fails here, before the catalog is read; what needs no parsing
     # fails before the preview (the scan, the state store) is imported, so it costs little.
@@ -158,7 +158,7 @@ def impact_command(
         )
 
     from mlcopilot.cli.render.impact_report import headline
-    from mlcopilot.preview import (
+    from mlcopilot.scan.whatif import (
         derive_changes,
         parse_changes,
         preview_change,
@@ -271,18 +271,18 @@ def _render(
     if output_format is OutputFormat.json:
         return impact_report.render_impact_json(report, fail_on)
     if output_format is OutputFormat.junit:
-        from mlcopilot.cli.render.junit import render_junit
+        from mlcopilot.report.junit import render_junit
 
         return render_junit(report.as_scan_result(), checks, fail_on)
     if output_format is OutputFormat.sarif:
-        from mlcopilot.cli.render.sarif import render_sarif
+        from mlcopilot.report.sarif import render_sarif
 
         return render_sarif(report.as_scan_result(), checks)
     markdown = impact_report.render_impact_markdown(report, checks, fail_on)
     if output_format is OutputFormat.github:
-        from mlcopilot.cli.render.github import append_step_summary, render_github
-        from mlcopilot.gate import GateRules, evaluate_gate
+        from mlcopilot.incidents.gate import GateRules, evaluate_gate
         from mlcopilot.model import IncidentChanges
+        from mlcopilot.report.github import append_step_summary, render_github
 
         result = report.as_scan_result()
         verdict = None

@@ -88,10 +88,10 @@ def incidents_list(
     state_url: StateOption = None,
 ) -> None:
     """List incidents (the active ones, open or acknowledged, by default), newest first."""
-    from mlcopilot.cli.render.report import render_incidents_json
     from mlcopilot.cli.render.terminal import print_incidents, safe
-    from mlcopilot.names import short_name
-    from mlcopilot.wiring import open_state
+    from mlcopilot.report.json import render_incidents_json
+    from mlcopilot.scan.wiring import open_state
+    from mlcopilot.text.names import short_name
 
     store = open_state(command_settings(state_url=state_url))
     try:
@@ -141,7 +141,7 @@ def resolve_id(store: StateStore, given: str) -> str:
         UsageError: No incident has this id or start, the start is shorter than
             :data:`MIN_PREFIX`, or several ids start so (they are listed).
     """
-    from mlcopilot.names import short_name
+    from mlcopilot.text.names import short_name
 
     if store.get(given) is not None:
         return given
@@ -178,10 +178,10 @@ def incidents_ack(
     """Acknowledge incidents: someone is on them (no more updates or reminders, only the fix)."""
     from mlcopilot.cli.render.terminal import safe
     from mlcopilot.model import IncidentState
-    from mlcopilot.names import short_name
-    from mlcopilot.notify.delivery import hand_change_request
     from mlcopilot.notify.sinks.config import NotifySettings
-    from mlcopilot.wiring import open_state
+    from mlcopilot.scan.delivery import hand_change_request
+    from mlcopilot.scan.wiring import open_state
+    from mlcopilot.text.names import short_name
 
     config = command_settings(state_url=state_url)
     settings = NotifySettings.from_settings(config)
@@ -226,10 +226,10 @@ def incidents_resolve(
 ) -> None:
     """Resolve incidents by hand and update the catalog (reopens if the risk is still there)."""
     from mlcopilot.cli.render.terminal import print_relay, print_writes, safe
-    from mlcopilot.names import short_name
-    from mlcopilot.notify.delivery import hand_change_request
-    from mlcopilot.notify.delivery import relay as build_relay
     from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.scan.delivery import hand_change_request
+    from mlcopilot.scan.delivery import relay as build_relay
+    from mlcopilot.text.names import short_name
 
     config = command_settings(catalog, state_url)
     settings = NotifySettings.from_settings(config)

@@ -30,7 +30,7 @@ from mlcopilot.cli._app import (
 )
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
-from mlcopilot.wording import count
+from mlcopilot.text.wording import count
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -76,10 +76,10 @@ def outbox_list(
     status: StatusAlias = None,
 ) -> None:
     """List outbox rows: what is waiting to reach DataHub, GitHub and Slack, and what died."""
-    from mlcopilot.cli.render.report import render_outbox_json
     from mlcopilot.cli.render.terminal import print_outbox
-    from mlcopilot.notify.codec import OutboxStatus
-    from mlcopilot.wiring import open_state
+    from mlcopilot.incidents.payload import OutboxStatus
+    from mlcopilot.report.json import render_outbox_json
+    from mlcopilot.scan.wiring import open_state
 
     if state is not None and status is not None and state is not status:
         raise UsageError(f"--state {state.value} and --status {status.value}: give one")
@@ -134,8 +134,8 @@ def outbox_deliver(catalog: CatalogOption = None, state_url: StateOption = None)
 def _deliver(
     catalog: str | None, state_url: str | None, *, retry_ids: list[int] | None, retry: bool
 ) -> None:
-    from mlcopilot.notify.delivery import relay as build_relay
     from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.scan.delivery import relay as build_relay
 
     config = command_settings(catalog, state_url)
     settings = NotifySettings.from_settings(config)
@@ -158,7 +158,7 @@ def _deliver(
 
 def _check_dead(store: StateStore, ids: Sequence[int]) -> None:
     """Refuse ids that are not dead rows, saying what each is instead (exit 2)."""
-    from mlcopilot.notify.codec import OutboxStatus
+    from mlcopilot.incidents.payload import OutboxStatus
 
     dead = {i.id for i in store.outbox(statuses=[OutboxStatus.DEAD], limit=_EVERY_ROW)}
     others = [i for i in dict.fromkeys(ids) if i not in dead]
@@ -179,7 +179,7 @@ def _check_dead(store: StateStore, ids: Sequence[int]) -> None:
 
 def _stranded(store: StateStore, relay: Relay, ignored: set[str]) -> dict[str, int]:
     """Pending rows for sinks this relay does not deliver to: they would wait forever here."""
-    from mlcopilot.notify.codec import OutboxStatus
+    from mlcopilot.incidents.payload import OutboxStatus
 
     waiting = store.outbox(statuses=[OutboxStatus.PENDING], limit=_EVERY_ROW)
     stranded: dict[str, int] = {}

@@ -52,11 +52,11 @@ def report_command(
     max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Write an offline HTML report: each model's lineage drawn, its findings and incidents."""
-    from mlcopilot.cli.render.html import report_page
-    from mlcopilot.cli.render.summary import Closing, print_summary
     from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.report.html import report_page
+    from mlcopilot.report.summary import ScanSummary, print_summary
     from mlcopilot.scan import ScanOptions
-    from mlcopilot.wiring import configured_checks
+    from mlcopilot.scan.wiring import configured_checks
 
     started = time.monotonic()
     # Whatever can fail locally fails here, before the catalog is read.
@@ -73,4 +73,4 @@ def report_command(
     with opened_for_scan(settings, dry_run=True) as (cat, store):
         result, page = report_page(cat, store, checks, options, datahub_url=notify.datahub_url)
     write_output(path, page)
-    print_summary(Closing(result, None, time.monotonic() - started), err)
+    print_summary(ScanSummary(result, None, time.monotonic() - started), err)

@@ -38,14 +38,14 @@ from mlcopilot.cli.scan_guard import (
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
 from mlcopilot.model import Severity
-from mlcopilot.wording import count
+from mlcopilot.text.wording import count
 
 if TYPE_CHECKING:
-    from mlcopilot.cli.render.html import ReportLinks
-    from mlcopilot.cli.render.summary import Closing
-    from mlcopilot.gate import GateRules
+    from mlcopilot.incidents.gate import GateRules
     from mlcopilot.model import CheckInfo
     from mlcopilot.protocols import StateStore
+    from mlcopilot.report.html import ReportLinks
+    from mlcopilot.report.summary import ScanSummary
     from mlcopilot.scan import Progress as ScanProgress
 
 
@@ -140,7 +140,7 @@ def scan_command(
 ) -> None:
     """Walk every model's upstream lineage, check each node, track incidents and notify."""
     from mlcopilot.notify.sinks.config import NotifySettings
-    from mlcopilot.wiring import configured_checks
+    from mlcopilot.scan.wiring import configured_checks
 
     # Whatever can fail locally fails here, before the scan reads or records anything, and
     # before the scan, the state store and the sinks are imported: a bad flag costs little.
@@ -154,10 +154,10 @@ def scan_command(
     checks = configured_checks(settings)
     reports = paired_reports(output_format or [OutputFormat.table], output or [])
 
-    from mlcopilot.cli.render.summary import Closing
-    from mlcopilot.gate import evaluate_gate
-    from mlcopilot.notify.delivery import scan_delivery
+    from mlcopilot.incidents.gate import evaluate_gate
+    from mlcopilot.report.summary import ScanSummary
     from mlcopilot.scan import ScanOptions, scan
+    from mlcopilot.scan.delivery import scan_delivery
 
     started = time.monotonic()
     options = ScanOptions(now=clock_now, models=tuple(model or ()), dry_run=dry_run, limits=limits)
@@ -172,7 +172,7 @@ def scan_command(
         result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
         links = _html_links(reports, store, notify.datahub_url)
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
-    closing = Closing(result, verdict, time.monotonic() - started)
+    closing = ScanSummary(result, verdict, time.monotonic() - started)
     for report in result.models:
         for error in report.errors:
             err.print(f"[yellow]warning:[/] {escape(error)}")
@@ -198,7 +198,7 @@ def _gate_rules(
     fail_on: Severity | None, gaps: bool | None, acknowledged: bool, new_only: bool
 ) -> GateRules | None:
     """The gate ``--fail-on`` and its flags ask for; None: no gate. Checked before the scan."""
-    from mlcopilot.gate import GateRules
+    from mlcopilot.incidents.gate import GateRules
 
     if fail_on is None:
         modifiers = (("--fail-on-new", new_only), ("--ignore-acknowledged", not acknowledged))
@@ -216,29 +216,29 @@ def _gate_rules(
 
 
 def _render(
-    closing: Closing,
+    closing: ScanSummary,
     output_format: OutputFormat,
     json_version: int,
     checks: Sequence[CheckInfo],
     fail_on: Severity | None,
     links: ReportLinks | None = None,
 ) -> str | None:
-    from mlcopilot.cli.render.report import render_json, render_markdown
+    from mlcopilot.report.json import render_json, render_markdown
 
     if output_format is OutputFormat.html:
-        from mlcopilot.cli.render.html import render_html
+        from mlcopilot.report.html import render_html
 
         return render_html(closing.result, closing=closing, links=links, checks=checks)
     if output_format is OutputFormat.junit:
-        from mlcopilot.cli.render.junit import render_junit
+        from mlcopilot.report.junit import render_junit
 
         return render_junit(closing.result, checks, fail_on)
     if output_format is OutputFormat.sarif:
-        from mlcopilot.cli.render.sarif import render_sarif
+        from mlcopilot.report.sarif import render_sarif
 
         return render_sarif(closing.result, checks)
     if output_format is OutputFormat.github:
-        from mlcopilot.cli.render.github import append_step_summary, render_github
+        from mlcopilot.report.github import append_step_summary, render_github
 
         try:
             append_step_summary(render_markdown(closing.result, closing))
@@ -264,20 +264,20 @@ def _html_links(
     """Where an HTML report may link (read while the store is open); None: no HTML asked for."""
     if all(each_format is not OutputFormat.html for each_format, _ in reports):
         return None
-    from mlcopilot.cli.render.html import report_links
+    from mlcopilot.report.html import report_links
 
     return report_links(store, datahub_url)
 
 
-def _emit(text: str | None, output: Path | None, closing: Closing, *, quiet: bool) -> None:
+def _emit(text: str | None, output: Path | None, closing: ScanSummary, *, quiet: bool) -> None:
     """Write the report where asked, then the closing summary as the last lines.
 
     The summary goes to stdout, unless stdout carries a JSON or markdown report: then to
     stderr, so the report stays parseable.
     """
-    from mlcopilot.cli.render.report import render_markdown
-    from mlcopilot.cli.render.summary import print_summary
     from mlcopilot.cli.render.terminal import print_relay, print_scan
+    from mlcopilot.report.json import render_markdown
+    from mlcopilot.report.summary import print_summary
 
     result = closing.result
     if text is None:
@@ -306,7 +306,7 @@ def _progress(*, quiet: bool = False) -> Iterator[ScanProgress | None]:
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mlcopilot.names import short_name
+    from mlcopilot.text.names import short_name
 
     bar = Progress(
         TextColumn("Scanning"),
@@ -330,7 +330,7 @@ def _progress(*, quiet: bool = False) -> Iterator[ScanProgress | None]:
 
 def _progress_lines() -> ScanProgress:
     """``scanning: 37 of 100 models done, now model_0037, 15 s``, at most every 15 s."""
-    from mlcopilot.names import short_name
+    from mlcopilot.text.names import short_name
 
     every = Every()
 

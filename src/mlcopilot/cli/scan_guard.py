@@ -86,11 +86,11 @@ def opened_for_scan(settings: Settings, *, dry_run: bool) -> Iterator[tuple[Cata
 
     The catalog is opened first: a scan of a missing catalog creates no state (and no home).
     """
-    from mlcopilot.wiring import open_catalog, open_state
+    from mlcopilot.scan.wiring import open_catalog, open_state
 
     cat = open_catalog(settings.catalog_spec, settings)
     try:
-        store = open_state(settings, create=not dry_run, preview=dry_run)
+        store = open_state(settings, create=not dry_run, dry_run=dry_run)
         try:
             yield cat, store
         finally:

@@ -81,7 +81,7 @@ from mlcopilot.model.writes import (
 )
 
 # Re-exported so code that names entities by ``model.short_name`` gets the one readable form.
-from mlcopilot.names import short_name as short_name
+from mlcopilot.text.names import short_name as short_name
 
 __all__ = [
     "JSON",

@@ -70,7 +70,7 @@ class GroupSnapshot:
     """A group as a notification describes it: the root cause and every affected member.
 
     ``infos`` are the infos of the group's check and its members' checks as they were when
-    the row was planned (see :func:`mlcopilot.notify.codec.with_infos`); a row planned before
+    the row was planned (see :func:`mlcopilot.incidents.payload.with_infos`); a row planned before
     rows carried them has none, and the renderer falls back to the built-in checks' infos.
     """
 
@@ -212,7 +212,7 @@ class NotifyRequest:
     planned row carries so it stays deliverable if its check is uninstalled meanwhile."""
     report_url: str | None = None
     """``report.url``, checked: where this scan's HTML report is published, so its rows link
-    to it (see :func:`mlcopilot.notify.codec.with_report`). None for changes made by hand."""
+    to it (see :func:`mlcopilot.incidents.payload.with_report`). None for changes made by hand."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,12 @@ from datetime import datetime
 from typing import Protocol
 
 from mlcopilot.errors import MlCopilotError
+from mlcopilot.incidents.payload import DeliveryError, SinkRef, WatchedGroup
+from mlcopilot.incidents.writeback import incident_urn
 from mlcopilot.model import Urn
-from mlcopilot.notify.codec import DeliveryError, SinkRef, WatchedGroup
 from mlcopilot.notify.sinks.datahub import IncidentStatusReader, datahub_acknowledger
 from mlcopilot.protocols import StateStore
 from mlcopilot.redact import redact_exception
-from mlcopilot.writeback import incident_urn
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from mlcopilot.clock import Clock
-from mlcopilot.model import Claimed
-from mlcopilot.notify.codec import (
+from mlcopilot.incidents.payload import (
     Delivered,
     DeliveryError,
     OutboxItem,
@@ -47,6 +46,7 @@ from mlcopilot.notify.codec import (
     SinkName,
     SinkRef,
 )
+from mlcopilot.model import Claimed
 from mlcopilot.protocols import OutboxStore
 from mlcopilot.redact import redact, redact_exception
 

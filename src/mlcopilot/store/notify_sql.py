@@ -1,15 +1,16 @@
 """Notification groups and the outbox in SQL: planned inside a scan's transaction.
 
-:func:`plan` reads the groups a scan touches and asks :func:`mlcopilot.notify.policy.decide` what to
-notify, overlaying the scan's incident changes on what is stored (so ``--dry-run`` can show
-the same plan without writing); :func:`apply` writes the plan in the caller's transaction.
+:func:`plan` reads the groups a scan touches and asks
+:func:`mlcopilot.incidents.policy.decide` what to notify, overlaying the scan's incident
+changes on what is stored (so ``--dry-run`` can show the same plan without writing);
+:func:`apply` writes the plan in the caller's transaction.
 The database has the last word: a second open generation of a group, or a second row with
 the same dedupe key, is refused — so two scanners never notify twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,9 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from mlcopilot.incidents.grouping import group_of, inhibitors
+from mlcopilot.incidents.payload import with_infos, with_report
+from mlcopilot.incidents.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.model import (
     GroupState,
     Incident,
@@ -30,9 +34,6 @@ from mlcopilot.model import (
     Urn,
     dedupe_key,
 )
-from mlcopilot.notify.codec import with_infos, with_report
-from mlcopilot.notify.grouping import group_of, inhibitors
-from mlcopilot.notify.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
 from mlcopilot.store.rows import incident_from_mapping
@@ -501,8 +502,3 @@ def _member(inc: Incident) -> Member:
         path=tuple(inc.path),
         open=inc.is_open,
     )
-
-
-def members_of(rows: Iterable[Mapping[str, Any]]) -> list[Member]:
-    """Members from incident rows (for reports outside a scan)."""
-    return [_member(_incident(r)) for r in rows]

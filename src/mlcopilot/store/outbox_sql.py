@@ -20,8 +20,8 @@ from sqlalchemy import Connection, RowMapping, and_, func, or_, select, tuple_, 
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.errors import StoreError
+from mlcopilot.incidents.payload import problems
 from mlcopilot.model import Claimed, Delivered, OutboxItem, OutboxStatus, SinkName, SinkRef
-from mlcopilot.notify.codec import problems
 from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks

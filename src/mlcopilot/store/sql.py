@@ -51,9 +51,9 @@ from sqlalchemy.exc import (
     StatementError,
 )
 
-from mlcopilot import incidents as lifecycle
-from mlcopilot.closing import ClosedOnExit
 from mlcopilot.errors import StoreError, UsageError
+from mlcopilot.incidents import lifecycle
+from mlcopilot.incidents.payload import problems
 from mlcopilot.model import (
     Baseline,
     Claimed,
@@ -72,8 +72,7 @@ from mlcopilot.model import (
     Urn,
     WatchedGroup,
 )
-from mlcopilot.notify.codec import problems
-from mlcopilot.protocols import RescanRequest
+from mlcopilot.protocols import ClosedOnExit, RescanRequest
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
@@ -301,7 +300,7 @@ class SqlStore(ClosedOnExit):
         acknowledgement made while the scan ran is not lost. ``resolved`` ones are resolved.
 
         Args:
-            changes: What :func:`mlcopilot.incidents.reconcile` decided.
+            changes: What :func:`mlcopilot.incidents.lifecycle.reconcile` decided.
             started_at: When the scan started.
             now: The scan's notion of now (what staleness was measured against).
             catalog: The catalog's label; a password in it is hidden before it is stored.
@@ -376,7 +375,7 @@ class SqlStore(ClosedOnExit):
                 self._apply_plan(conn, planned, now=now, run_id=run_id)
         return RecordedScan(run_id, tuple(planned.rows) if planned is not None else ())
 
-    def preview_notifications(
+    def planned_notifications(
         self, changes: IncidentChanges, notify: NotifyRequest, *, now: datetime
     ) -> list[PlannedRow]:
         """The outbox rows :meth:`record_scan` would insert for ``changes``; writes nothing."""

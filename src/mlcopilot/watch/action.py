@@ -27,8 +27,8 @@ from datahub_actions.event.event_envelope import EventEnvelope
 from datahub_actions.pipeline.pipeline_context import PipelineContext
 from pydantic import BaseModel, ConfigDict, Field
 
-from mlcopilot.downstream import DownstreamIndex, build_index
 from mlcopilot.errors import ConfigError, StoreError
+from mlcopilot.lineage.downstream import DownstreamIndex, build_index
 from mlcopilot.protocols import StateStore, WalkLimits
 from mlcopilot.settings import Settings, load_settings, parse_duration
 from mlcopilot.watch.affected import affected_models
@@ -78,7 +78,7 @@ class MlcopilotAction(Action):
     @classmethod
     def create(cls, config_dict: dict[str, Any], ctx: PipelineContext) -> MlcopilotAction:
         """Read the settings, walk every watched model once, start the worker."""
-        from mlcopilot.wiring import open_catalog, open_state
+        from mlcopilot.scan.wiring import open_catalog, open_state
 
         config = ActionConfig.model_validate(config_dict or {})
         settings = load_settings(

@@ -1,6 +1,6 @@
 """Which models a change affects: the watched models downstream of the changed entity.
 
-The watcher answers from its in-memory :class:`~mlcopilot.downstream.DownstreamIndex` alone
+The watcher answers from its in-memory :class:`~mlcopilot.lineage.downstream.DownstreamIndex` alone
 (every rescan's walk keeps it current), never from the catalog: an event costs no request.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mlcopilot.downstream import MODEL_PREFIX, DownstreamIndex
+from mlcopilot.lineage.downstream import MODEL_PREFIX, DownstreamIndex
 from mlcopilot.model import Urn
 
 

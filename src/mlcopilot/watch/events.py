@@ -37,7 +37,7 @@ from datahub_actions.event.event_registry import (
 )
 
 from mlcopilot.catalog.aspects import ACTOR, EDGE_ASPECTS, REVERSE_EDGE_ASPECTS
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY
+from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY
 
 ENTITY_CHANGE_CATEGORIES: Final = frozenset(
     {
@@ -73,16 +73,9 @@ CHANGE_LOG_ASPECTS: Final = frozenset(
 """Aspects whose change log matters: none of them makes an entity change event (or, for
 ``datasetProperties``, only a documentation one), and each feeds a walk or a check."""
 
-EVENT_TYPES: Final = (
-    ENTITY_CHANGE_EVENT_V1_TYPE,
-    METADATA_CHANGE_LOG_EVENT_V1_TYPE,
-    RELATIONSHIP_CHANGE_EVENT_V1_TYPE,
-)
-
 OWN_TAG_PREFIX: Final = "urn:li:tag:mlcopilot-"
 """mlcopilot's own tags (``urn:li:tag:mlcopilot-schema-drift``...)."""
 OWN_INCIDENT_PREFIX: Final = "urn:li:incident:mlcopilot-"
-OWN_DOCUMENT_PREFIX: Final = "urn:li:document:mlcopilot-"
 OWN_PROPERTIES: Final = frozenset({OPEN_RISKS_PROPERTY})
 """Structured properties mlcopilot writes. The ``io.mlcopilot.*`` properties people set
 (``piiJustification``, ``freshnessSlaHours``) are inputs to the checks and do trigger a rescan."""

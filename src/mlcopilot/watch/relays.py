@@ -34,7 +34,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from mlcopilot.clock import SystemClock
-from mlcopilot.notify.codec import SinkName
+from mlcopilot.incidents.payload import SinkName
 from mlcopilot.settings import Settings
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _relay(
 ) -> None:
     """Deliver ``lane``'s rows whenever some are due, until ``stop``."""
     from mlcopilot.notify.sinks.config import NotifySettings
-    from mlcopilot.wiring import open_state
+    from mlcopilot.scan.wiring import open_state
 
     notify = NotifySettings.from_settings(settings)
     while not stop.is_set():
@@ -162,9 +162,9 @@ def _pass(settings: Settings, lane: SinkName, notify: NotifySettings, store: Sta
     catalog is opened for the pass so that it compares with what DataHub holds now, not what
     an earlier pass cached.
     """
-    from mlcopilot.notify.delivery import notification_sinks, relay
     from mlcopilot.notify.relay import Relay, env_failpoint
-    from mlcopilot.wiring import open_catalog
+    from mlcopilot.scan.delivery import notification_sinks, relay
+    from mlcopilot.scan.wiring import open_catalog
 
     clock = SystemClock()
     if lane != "datahub":

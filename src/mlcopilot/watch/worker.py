@@ -17,7 +17,7 @@ The threads of the watch process, each with its own state store connection:
 - the *relay lanes*, one per configured sink, each deliver that sink's outbox rows in a
   process of its own (:mod:`mlcopilot.watch.relays`), woken after each scan's commit.
 
-Every scan's walks refresh the :class:`~mlcopilot.downstream.DownstreamIndex` the action
+Every scan's walks refresh the :class:`~mlcopilot.lineage.downstream.DownstreamIndex` the action
 reads.
 """
 
@@ -33,8 +33,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from mlcopilot.clock import SystemClock
-from mlcopilot.downstream import DownstreamIndex
-from mlcopilot.notify.codec import SinkName
+from mlcopilot.incidents.payload import SinkName
+from mlcopilot.lineage.downstream import DownstreamIndex
 from mlcopilot.protocols import ALL_MODELS, Catalog, RescanRequest, StateStore, WalkLimits
 from mlcopilot.settings import Settings
 from mlcopilot.watch.relays import RelayProcess
@@ -120,7 +120,7 @@ class Worker:
 
     def start(self) -> None:
         """Ask for the start-up full rescan; start the scanner and the relay process."""
-        from mlcopilot.wiring import open_state
+        from mlcopilot.scan.wiring import open_state
 
         lanes = self.lanes  # a settings error stops the start, before any thread runs
         store = open_state(self._settings, create=True)
@@ -164,7 +164,7 @@ class Worker:
     # --- the scanner
 
     def _scanner(self) -> None:
-        from mlcopilot.wiring import configured_checks, open_state
+        from mlcopilot.scan.wiring import configured_checks, open_state
 
         checks = configured_checks(self._settings)
         while not self._stop.is_set():
@@ -189,7 +189,7 @@ class Worker:
         lifetime (one scan's walks share entities), so a catalog kept from the previous scan
         would answer a rescan with the metadata from before the change that asked for it.
         """
-        from mlcopilot.wiring import open_catalog
+        from mlcopilot.scan.wiring import open_catalog
 
         now = _now()
         try:
@@ -223,7 +223,7 @@ class Worker:
     # --- the lease
 
     def _renewer(self) -> None:
-        from mlcopilot.wiring import open_state
+        from mlcopilot.scan.wiring import open_state
 
         every = self._options.lease.total_seconds() / 3
         store: StateStore | None = None
@@ -259,9 +259,9 @@ class Worker:
         claimed: list[RescanRequest],
         now: datetime,
     ) -> None:
-        from mlcopilot.notify.delivery import scan_delivery
         from mlcopilot.notify.sinks.config import NotifySettings
         from mlcopilot.scan import ScanOptions, scan
+        from mlcopilot.scan.delivery import scan_delivery
 
         full = any(r.model == ALL_MODELS for r in claimed)
         if full:

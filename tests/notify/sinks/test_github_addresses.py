@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import Severity
-from mlcopilot.notify.codec import OutboxStatus
 from mlcopilot.notify.relay import RelayReport
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.deadline import AddressRefused, DeadlineTransport

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from mlcopilot.incidents.grouping import group_key
+from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import OutboxItem, Severity
-from mlcopilot.notify.codec import OutboxStatus
-from mlcopilot.notify.grouping import group_key
 from mlcopilot.notify.sinks.github import GitHubSink
 from testing.fakes.github import FakeGitHub
 from testing.fakes.http import FakeServer

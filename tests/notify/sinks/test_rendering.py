@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mlcopilot.incidents.payload import GroupSnapshot, GroupState, Member, Notification
 from mlcopilot.model import Severity
-from mlcopilot.notify.codec import GroupSnapshot, GroupState, Member, Notification
 from mlcopilot.notify.sinks.render_github import BODY_LIMIT, comment_body, issue_body, issue_title
 from mlcopilot.notify.sinks.render_slack import (
     MAX_BLOCKS,
@@ -19,7 +19,7 @@ from mlcopilot.notify.sinks.render_slack import (
     root_message,
     thread_message,
 )
-from mlcopilot.notify.sinks.text import clean, md_code, mermaid_label, slack_code
+from mlcopilot.text.safe import clean, md_code, mermaid_label, slack_code
 
 BIDI = "\u202e\u2066\u2067\u2068\u2069\u202a\u202b\u202c\u202d"
 ZERO_WIDTH = "\u200b\u200c\u200d\ufeff\u2060"
@@ -159,7 +159,7 @@ def test_clean_is_one_bounded_line(text: str) -> None:
 
 
 def test_the_same_name_composed_or_decomposed_is_one_group() -> None:
-    from mlcopilot.notify.grouping import group_key
+    from mlcopilot.incidents.grouping import group_key
 
     assert group_key("schema_drift", "urn:li:dataset:(x,caf\u00e9,PROD)") == group_key(
         "schema_drift", "urn:li:dataset:(x,cafe\u0301,PROD)"

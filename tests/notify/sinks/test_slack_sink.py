@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from mlcopilot.incidents.payload import DeliveryError, OutboxItem, OutboxStatus
 from mlcopilot.model import Severity
-from mlcopilot.notify.codec import DeliveryError, OutboxItem, OutboxStatus
 from mlcopilot.notify.relay import Relay, RetryPolicy
 from mlcopilot.notify.sinks.config import SlackSettings
 from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink

@@ -13,8 +13,8 @@ import pytest
 from pydantic import SecretStr
 
 from mlcopilot.errors import ConfigError
+from mlcopilot.incidents.payload import DeliveryError, OutboxItem
 from mlcopilot.model import Severity
-from mlcopilot.notify.codec import DeliveryError, OutboxItem
 from mlcopilot.notify.sinks.config import NotifySettings, SlackSettings
 from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
 from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress, connect

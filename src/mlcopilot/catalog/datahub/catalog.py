@@ -17,7 +17,7 @@ upstream of it in ``ceil(N / page)`` requests, fetched in batches. The walk then
 cache; anything the prefetch missed (a partial scroll, an index lagging behind) is fetched by
 the walk itself, so the result never depends on DataHub's lineage index being complete.
 
-The reverse walk (which models read an entity, :mod:`mlcopilot.downstream`) asks DataHub's
+The reverse walk (which models read an entity, :mod:`mlcopilot.lineage.downstream`) asks DataHub's
 relationship index who names a whole level upstream, in batched ``relationships(INCOMING)``
 queries, and reads those readers' edges from their aspects like the upstream walk's; the
 training-data hop, which DataHub indexes nowhere, is every model's ``mlModelTrainingData``
@@ -48,10 +48,9 @@ from mlcopilot.catalog.datahub.client import GmsClient
 from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
 from mlcopilot.catalog.payloads import as_int, envelope_values, mapping, result_urns, written_at
 from mlcopilot.catalog.urns import NO_LINEAGE, aspects_among, urn_type
-from mlcopilot.closing import ClosedOnExit
-from mlcopilot.downstream import downstream_models_of
 from mlcopilot.errors import CatalogError, CatalogUnavailable
-from mlcopilot.lineage import walk_upstream
+from mlcopilot.lineage.downstream import downstream_models_of
+from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
     AssertionState,
     Edge,
@@ -62,7 +61,7 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
-from mlcopilot.protocols import WalkLimits
+from mlcopilot.protocols import ClosedOnExit, WalkLimits
 from mlcopilot.redact import register_secret
 
 log = logging.getLogger(__name__)
@@ -391,7 +390,7 @@ class DataHubCatalog(ClosedOnExit):
         return list(edges)
 
     def downstream_models(self, urn: Urn, limits: WalkLimits | None = None) -> list[Urn]:
-        """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`).
+        """The models whose upstream lineage reaches ``urn`` (:mod:`mlcopilot.lineage.downstream`).
 
         Who reads each urn and every model's training data are read afresh for each call,
         so a model added since the last call is found; the entities themselves are this

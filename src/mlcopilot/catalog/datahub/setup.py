@@ -22,8 +22,8 @@ from mlcopilot.catalog.datahub.catalog import (
 from mlcopilot.checks import available_infos
 from mlcopilot.checks.pii_exposure import JUSTIFICATION, JUSTIFICATION_EXPIRES
 from mlcopilot.checks.stale_source import SLA_PROPERTY
+from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY
 from mlcopilot.model import TAG_PREFIX, CheckInfo, Urn
-from mlcopilot.writeback import OPEN_RISKS_PROPERTY
 
 
 def definitions(infos: Iterable[CheckInfo] | None = None) -> list[Definition]:

@@ -74,10 +74,9 @@ from mlcopilot.catalog.mcp.session import (
 from mlcopilot.catalog.payloads import as_int, envelope_values, result_urns, stamp, written_at
 from mlcopilot.catalog.payloads import mapping as _object
 from mlcopilot.catalog.urns import NO_LINEAGE, urn_type
-from mlcopilot.closing import ClosedOnExit
-from mlcopilot.downstream import downstream_models_of
 from mlcopilot.errors import CatalogError, CatalogUnavailable
-from mlcopilot.lineage import walk_upstream
+from mlcopilot.lineage.downstream import downstream_models_of
+from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
     DocumentWrite,
     Edge,
@@ -89,7 +88,7 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
-from mlcopilot.protocols import WalkLimits
+from mlcopilot.protocols import ClosedOnExit, WalkLimits
 from mlcopilot.redact import register_secret
 
 log = logging.getLogger(__name__)
@@ -290,7 +289,7 @@ class McpCatalog(ClosedOnExit):
         return self._sdk.downstream(urns)
 
     def downstream_models(self, urn: Urn, limits: WalkLimits | None = None) -> list[Urn]:
-        """The models whose upstream lineage reaches ``urn`` (see :mod:`mlcopilot.downstream`).
+        """The models whose upstream lineage reaches ``urn`` (:mod:`mlcopilot.lineage.downstream`).
 
         The models are those :meth:`models` would list (exist, not soft-deleted); the walk
         itself is the SDK's, with readers and training data read afresh for each call.

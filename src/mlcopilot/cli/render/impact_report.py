@@ -20,7 +20,6 @@ from typing import Any
 
 from rich.console import Console
 
-from mlcopilot.cli.render.report import finding_dict
 from mlcopilot.cli.render.terminal import (
     SEVERITY_STYLE,
     Cell,
@@ -31,10 +30,11 @@ from mlcopilot.cli.render.terminal import (
     safe,
 )
 from mlcopilot.model import CheckInfo, Severity, plain_json
-from mlcopilot.names import short_name
-from mlcopilot.notify.sinks.text import md_code, md_text
-from mlcopilot.preview import ImpactReport, ModelImpact
-from mlcopilot.wording import count
+from mlcopilot.report.json import finding_dict
+from mlcopilot.scan.whatif import ImpactReport, ModelImpact
+from mlcopilot.text.names import short_name
+from mlcopilot.text.safe import md_code, md_text
+from mlcopilot.text.wording import count
 
 IMPACT_VERSION = 1
 """The version ``impact --format json`` writes."""

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mlcopilot.cli.display import DISPLAY, UNWRAPPED
+from mlcopilot.incidents.payload import OutboxItem, OutboxStatus, PlannedRow, decode_notification
 from mlcopilot.model import (
     DocumentWrite,
     Incident,
@@ -34,13 +35,12 @@ from mlcopilot.model import (
     TagWrite,
     Write,
 )
-from mlcopilot.names import short_name
-from mlcopilot.notify.codec import OutboxItem, OutboxStatus, PlannedRow, decode_notification
+from mlcopilot.notify.content import headline
 from mlcopilot.notify.relay import RelayReport
-from mlcopilot.notify.sinks.content import headline
-from mlcopilot.notify.sinks.text import clean
 from mlcopilot.redact import redact
-from mlcopilot.wording import count
+from mlcopilot.text.names import short_name
+from mlcopilot.text.safe import clean
+from mlcopilot.text.wording import count
 
 if TYPE_CHECKING:  # the scan module loads the store (SQLAlchemy): `mlcopilot checks` must not
     from mlcopilot.scan import ScanResult
@@ -56,7 +56,7 @@ SEVERITY_STYLE = {
 def plain(text: str) -> str:
     """``text`` as the terminal may show it: one line, no control, bidi or zero-width character.
 
-    The same cleaner the GitHub and Slack sinks use (:func:`mlcopilot.notify.sinks.text.clean`),
+    The same cleaner the GitHub and Slack sinks use (:func:`mlcopilot.text.safe.clean`),
     without their length cap. Put through :func:`rich.markup.escape` where markup is parsed
     (:func:`safe`); :class:`rich.text.Text` parses none.
     """

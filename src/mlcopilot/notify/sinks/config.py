@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mlcopilot.errors import ConfigError
-from mlcopilot.notify.codec import NotifyPolicy, SinkName, report_url_problem
+from mlcopilot.incidents.payload import NotifyPolicy, SinkName, report_url_problem
 from mlcopilot.notify.sinks.urls import (
     GITHUB_API,
     SLACK_API,

@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from mlcopilot.errors import CatalogError, CatalogUnavailable
+from mlcopilot.incidents.payload import Delivered, DeliveryError, OutboxItem, SinkName, SinkRef
 from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Urn, Write
-from mlcopilot.notify.codec import Delivered, DeliveryError, OutboxItem, SinkName, SinkRef
 from mlcopilot.protocols import Catalog
 from mlcopilot.redact import redact_exception
 

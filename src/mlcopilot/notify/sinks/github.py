@@ -36,7 +36,7 @@ from githubkit.exception import (
 from githubkit.throttling import LocalThrottler
 
 from mlcopilot.clock import Clock
-from mlcopilot.notify.codec import (
+from mlcopilot.incidents.payload import (
     Delivered,
     DeliveryError,
     Notification,
@@ -45,14 +45,14 @@ from mlcopilot.notify.codec import (
     SinkRef,
     decode_notification,
 )
+from mlcopilot.notify.content import marker
 from mlcopilot.notify.sinks.config import GitHubSettings
-from mlcopilot.notify.sinks.content import marker
 from mlcopilot.notify.sinks.deadline import AddressRefused, DeadlineTransport
 from mlcopilot.notify.sinks.pacing import Pacer
 from mlcopilot.notify.sinks.render_github import comment_body, issue_body, issue_title
-from mlcopilot.notify.sinks.text import clean
 from mlcopilot.notify.sinks.urls import AddressPolicy
 from mlcopilot.redact import redact
+from mlcopilot.text.safe import clean
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ import httpx
 from pydantic import SecretStr
 
 from mlcopilot.clock import SystemClock
-from mlcopilot.notify.codec import Delivered, OutboxItem, SinkName, SinkRef
+from mlcopilot.incidents.payload import Delivered, OutboxItem, SinkName, SinkRef
 from mlcopilot.notify.sinks.config import GitHubSettings, NotifySettings, SlackSettings
 from mlcopilot.notify.sinks.github import GitHubSink
 from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink

@@ -2,7 +2,7 @@
 
 The body says what changed, why it matters, draws the lineage path as a Mermaid diagram,
 tabulates every affected model and field, links to DataHub and suggests what to do. Every
-value from the catalog goes through :mod:`mlcopilot.notify.sinks.text`; sizes stay under GitHub's
+value from the catalog goes through :mod:`mlcopilot.text.safe`; sizes stay under GitHub's
 limits (title 256, body and comment 65 536 characters).
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from mlcopilot.incidents.payload import GroupSnapshot, Member, Notification
 from mlcopilot.model import Urn
-from mlcopilot.names import short_name
-from mlcopilot.notify.codec import GroupSnapshot, Member, Notification
-from mlcopilot.notify.sinks.content import change_word, entity_url, headline, info, marker
-from mlcopilot.notify.sinks.text import clean, md_block, md_code, mermaid_label, truncate
-from mlcopilot.wording import count
+from mlcopilot.notify.content import change_word, entity_url, headline, info, marker
+from mlcopilot.text.names import short_name
+from mlcopilot.text.safe import clean, md_block, md_code, mermaid_label, truncate
+from mlcopilot.text.wording import count
 
 TITLE_LIMIT = 256
 BODY_LIMIT = 65_536

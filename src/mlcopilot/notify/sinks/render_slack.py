@@ -2,7 +2,7 @@
 
 Limits kept (https://docs.slack.dev/reference/block-kit/blocks): at most 50 blocks, header
 text 150 characters, section text 3 000, a plain fallback ``text`` always set. Catalog values
-are cleaned, escaped and put in inline code (:mod:`mlcopilot.notify.sinks.text`).
+are cleaned, escaped and put in inline code (:mod:`mlcopilot.text.safe`).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mlcopilot.names import short_name
-from mlcopilot.notify.codec import GroupSnapshot, Member, Notification
-from mlcopilot.notify.sinks.content import change_word, entity_url, headline, info
-from mlcopilot.notify.sinks.text import slack_code, slack_plain, slack_text, truncate
+from mlcopilot.incidents.payload import GroupSnapshot, Member, Notification
+from mlcopilot.notify.content import change_word, entity_url, headline, info
+from mlcopilot.text.names import short_name
+from mlcopilot.text.safe import slack_code, slack_plain, slack_text, truncate
 
 HEADER_LIMIT = 150
 SECTION_LIMIT = 3000

@@ -44,7 +44,7 @@ from slack_sdk.web import SlackResponse
 from slack_sdk.webhook import WebhookClient, WebhookResponse
 
 from mlcopilot.clock import Clock
-from mlcopilot.notify.codec import (
+from mlcopilot.incidents.payload import (
     Delivered,
     DeliveryError,
     Notification,

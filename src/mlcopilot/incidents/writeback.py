@@ -1,0 +1,161 @@
+"""What the catalog should hold for a set of incidents: tags, a model summary, incidents, documents.
+
+This is a pure plan. The catalog adapter compares it with what is there and writes only the
+difference, so planning the same incidents twice writes nothing the second time. Nothing here
+reads the clock: every timestamp comes from the incident itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+from mlcopilot.model import (
+    CheckInfo,
+    DocumentWrite,
+    Incident,
+    IncidentWrite,
+    PropertyWrite,
+    Severity,
+    TagWrite,
+    Urn,
+    Write,
+)
+from mlcopilot.text.names import short_name
+
+OPEN_RISKS_PROPERTY = "urn:li:structuredProperty:io.mlcopilot.openRisks"
+"""Structured property on each scanned model: one value per risk kind that is open, or "none"."""
+
+# incidentInfo.priority stores CRITICAL..LOW as 0..3 (IncidentUtils.mapIncidentPriority).
+_PRIORITY = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.MEDIUM: 2, Severity.LOW: 3}
+
+
+def info_for(check: str, infos: Mapping[str, CheckInfo]) -> CheckInfo:
+    """The info of ``check``; a check no longer installed gets the one its name implies."""
+    return infos.get(check) or CheckInfo.generic(check)
+
+
+def incident_urn(incident: Incident) -> Urn:
+    """The DataHub incident urn of one incident generation: derived, never random."""
+    return f"urn:li:incident:mlcopilot-{incident.key}"
+
+
+def document_urn(incident: Incident) -> Urn:
+    """The DataHub document urn holding one incident generation's full context."""
+    return f"urn:li:document:mlcopilot-{incident.key}"
+
+
+def plan_writeback(
+    incidents: Sequence[Incident],
+    *,
+    models: Iterable[Urn],
+    everything: Sequence[Incident],
+    infos: Mapping[str, CheckInfo],
+) -> list[Write]:
+    """Plan the catalog state for ``incidents`` (latest generations of the scanned ``models``).
+
+    ``everything`` is every incident in the store: a tag stays on an entity while any model still
+    has an open incident of that kind there, not just the models scanned now. ``infos`` names
+    each check's tag, incident type and wording (see :func:`info_for` for a missing one).
+    """
+    writes: list[Write] = []
+    for incident in sorted(incidents, key=lambda i: (i.model, i.id)):
+        info = info_for(incident.check, infos)
+        writes.append(_incident_write(incident, info))
+        writes.append(_document_write(incident, info))
+    open_kinds = {(i.entity, i.check) for i in everything if i.is_open}
+    for entity, check in sorted({(i.entity, i.check) for i in incidents}):
+        tag = info_for(check, infos).tag
+        writes.append(TagWrite(entity, tag, present=(entity, check) in open_kinds))
+    # Grouped once: filtering every incident for each model is quadratic in an estate.
+    open_by_model: dict[Urn, list[Incident]] = {}
+    for incident in incidents:
+        if incident.is_open:
+            open_by_model.setdefault(incident.model, []).append(incident)
+    for model in sorted(set(models)):
+        risks = _open_risks(open_by_model.get(model, []))
+        writes.append(PropertyWrite(model, OPEN_RISKS_PROPERTY, risks))
+    return writes
+
+
+def _open_risks(open_here: Sequence[Incident]) -> tuple[str, ...]:
+    """The open-risks values of one model, from its open incidents."""
+    if not open_here:
+        return ("none",)
+    counts = Counter(i.check for i in open_here)
+    worst = {
+        check: max((i.severity for i in open_here if i.check == check), key=lambda s: s.rank)
+        for check in counts
+    }
+    return tuple(f"{check}: {counts[check]} open, worst {worst[check]}" for check in sorted(counts))
+
+
+def _title(incident: Incident) -> str:
+    where = short_name(incident.entity) + (f".{incident.field}" if incident.field else "")
+    kind = incident.check.replace("_", " ")
+    return f"[mlcopilot] {kind} at {where} (model {short_name(incident.model)})"
+
+
+def _incident_write(incident: Incident, info: CheckInfo) -> IncidentWrite:
+    return IncidentWrite(
+        urn=incident_urn(incident),
+        incident_type=info.incident_type,
+        custom_type=info.custom_incident_type,
+        title=_title(incident),
+        description=f"{incident.message}\n\nContext: {document_urn(incident)}",
+        priority=_PRIORITY[incident.severity],
+        entities=(incident.entity, incident.model),
+        active=incident.is_open,
+        created_at=incident.opened_at,
+        status_changed_at=incident.resolved_at or incident.opened_at,
+    )
+
+
+def _document_write(incident: Incident, info: CheckInfo) -> DocumentWrite:
+    return DocumentWrite(
+        urn=document_urn(incident),
+        title=_title(incident),
+        text=incident_document(incident, info),
+        related_assets=(incident.entity, incident.model),
+        created_at=incident.opened_at,
+        modified_at=incident.resolved_at or incident.opened_at,
+    )
+
+
+def incident_document(incident: Incident, info: CheckInfo) -> str:
+    """The markdown body of an incident document: what, where, why it matters, what to do."""
+    lines = [
+        f"# {_title(incident)}",
+        "",
+        f"**Status:** {incident.state.value} · **Severity:** {incident.severity.value} · "
+        f"**Check:** `{incident.check}` · **Incident:** `{incident.id}` "
+        f"(generation {incident.generation})",
+        "",
+        "## What changed",
+        "",
+        incident.message,
+        "",
+        "## Where",
+        "",
+        f"- Entity: `{incident.entity}`",
+    ]
+    if incident.field:
+        lines.append(f"- Field: `{incident.field}`")
+    if incident.previous_field:
+        lines.append(f"- Previously: `{incident.previous_field}`")
+    lines += [
+        "",
+        "## Why it matters",
+        "",
+        f"It is upstream of the ML model `{incident.model}` along this lineage path:",
+        "",
+        *(f"{n}. `{urn}`" for n, urn in enumerate(incident.path, start=1)),
+    ]
+    if incident.evidence:
+        lines += ["", "## Evidence", "", "| | |", "|---|---|"]
+        lines += [f"| {key} | {value} |" for key, value in sorted(incident.evidence.items())]
+    lines += ["", "## Suggested action", "", info.action, ""]
+    lines.append(f"Opened {incident.opened_at.isoformat()}.")
+    if incident.resolved_at is not None:
+        lines.append(f"Resolved {incident.resolved_at.isoformat()}: {incident.resolution or ''}")
+    return "\n".join(lines) + "\n"

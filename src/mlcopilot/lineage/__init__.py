@@ -1,0 +1,1 @@
+"""Graph work over the Catalog protocol, pure: upstream, downstream, coverage, columns."""

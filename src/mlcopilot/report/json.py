@@ -1,0 +1,319 @@
+"""Scan reports as data: the versioned JSON contract and a markdown summary.
+
+The JSON shape is a public contract (``version``); add to it only in a new version, and keep
+the old ones a flag away (``scan --json-version``). Each version is the one before plus keys:
+a reader that ignores unknown keys reads a newer report as it read the older one.
+
+- 1: ``now``, ``catalog``, ``models`` (coverage and findings), ``incidents``.
+- 2: ``coverage.gaps`` per model, ``summary`` (totals) and ``notes``.
+- 3: ``dry_run``; per finding its ``evidence`` and its ``incident`` (id, generation, state,
+  whether this scan opened it); per model ``coverage.unknown_reasons`` (entity, check,
+  reason); in ``summary`` findings by severity and by check, incident counts, delivery, the
+  time taken and the gate's verdict with its reasons. ``now`` is to the second. Its JSON
+  Schema ships in the package: ``mlcopilot/schemas/report-v3.json`` (:func:`report_schema`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import PurePath
+from typing import Any
+
+from mlcopilot.incidents.gate import GateVerdict
+from mlcopilot.incidents.payload import OutboxItem
+from mlcopilot.model import Finding, Incident, ModelReport, plain_json
+from mlcopilot.redact import redact
+from mlcopilot.report.summary import ScanSummary, gate_lines, summary_dict, summary_lines
+from mlcopilot.scan import ScanResult
+from mlcopilot.text.names import short_name
+from mlcopilot.text.safe import md_code, md_text
+from mlcopilot.text.wording import count
+
+REPORT_VERSION = 3
+"""The version ``scan --format json`` writes unless ``--json-version`` asks for another."""
+REPORT_VERSIONS = (1, 2, 3)
+"""Every version ``scan --json-version`` can write."""
+SCHEMA_RESOURCE = "schemas/report-v3.json"
+"""The JSON Schema (draft 2020-12) of version 3, inside the ``mlcopilot`` package."""
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of the current report version, as shipped in the package."""
+    text = resources.files("mlcopilot").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def report_dict(
+    result: ScanResult,
+    *,
+    version: int = REPORT_VERSION,
+    verdict: GateVerdict | None = None,
+    seconds: float = 0.0,
+) -> dict[str, Any]:
+    """The scan report in the public JSON shape of ``version``.
+
+    Args:
+        result: The scan.
+        version: One of :data:`REPORT_VERSIONS`.
+        verdict: The gate's verdict (version 3; None: no gate was asked for).
+        seconds: How long the scan took (version 3).
+
+    Raises:
+        ValueError: ``version`` is not one of :data:`REPORT_VERSIONS`.
+    """
+    if version not in REPORT_VERSIONS:
+        raise ValueError(f"no JSON report version {version}; there are {REPORT_VERSIONS}")
+    report: dict[str, Any] = {
+        "version": version,
+        "now": result.now.isoformat(timespec="seconds" if version >= 3 else "auto"),
+        "catalog": result.catalog,
+    }
+    if version >= 3:
+        report["dry_run"] = result.dry_run
+    incidents = {i.id: (i, True) for i in result.changes.opened}
+    incidents.update((i.id, (i, False)) for i in result.changes.updated)
+    report["models"] = [_model_dict(m, version, incidents) for m in result.models]
+    report["incidents"] = {
+        "opened": [i.id for i in result.changes.opened],
+        "updated": [i.id for i in result.changes.updated],
+        "resolved": [i.id for i in result.changes.resolved],
+    }
+    if version >= 3:
+        report["summary"] = summary_dict(ScanSummary(result, verdict, seconds))
+    elif version == 2:
+        totals = result.summary
+        report["summary"] = {
+            "models": totals.models,
+            "findings": totals.findings,
+            "unknown": totals.unknown,
+            "gaps": totals.gaps,
+            "models_with_gaps": totals.models_with_gaps,
+        }
+    if version >= 2:
+        report["notes"] = list(result.notes)
+    return report
+
+
+_Incidents = dict[str, tuple[Incident, bool]]
+"""Each incident of this scan's findings by id, and whether this scan opened it."""
+
+
+def _model_dict(report: ModelReport, version: int, incidents: _Incidents) -> dict[str, Any]:
+    coverage: dict[str, Any] = {
+        "nodes": len(report.lineage.nodes),
+        "truncated": report.lineage.truncated,
+        "unknown": sorted(report.unknown),
+    }
+    if version >= 2:
+        coverage["gaps"] = [{"entity": g.entity, "reason": g.reason} for g in report.gaps]
+    if version >= 3:
+        coverage["unknown_reasons"] = _unknown_reasons(report)
+    findings = [finding_dict(f) for f in report.findings]
+    if version >= 3:
+        for finding, shown in zip(report.findings, findings, strict=True):
+            shown["evidence"] = plain_json(finding.evidence)
+            shown["incident"] = _incident_ref(incidents[finding.id])
+    return {"urn": report.urn, "coverage": coverage, "findings": findings}
+
+
+def _unknown_reasons(report: ModelReport) -> list[dict[str, str]]:
+    """Why each entity was not checked, one entry per check that could not decide there."""
+    reasons = []
+    for urn, texts in sorted(report.unknown.items()):
+        for text in texts:
+            # The scan words each reason "<check>: <why>" (check names hold no ": ").
+            check, _, why = text.partition(": ")
+            reasons.append({"entity": urn, "check": check, "reason": why or text})
+    return reasons
+
+
+def _incident_ref(entry: tuple[Incident, bool]) -> dict[str, Any]:
+    incident, new = entry
+    return {
+        "id": incident.id,
+        "generation": incident.generation,
+        "state": incident.state.value,
+        "new": new,
+    }
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    """One finding in the public JSON shape (the keys every version has)."""
+    return {
+        "id": finding.id,
+        "check": finding.check,
+        "severity": finding.severity.value,
+        "entity": finding.entity,
+        "field": finding.field,
+        "change": finding.change,
+        "previous_field": finding.previous_field,
+        "message": finding.message,
+        "path": list(finding.path),
+    }
+
+
+def render_json(
+    result: ScanResult,
+    *,
+    version: int = REPORT_VERSION,
+    verdict: GateVerdict | None = None,
+    seconds: float = 0.0,
+) -> str:
+    """The JSON report (see :func:`report_dict`), pretty-printed, ending with a newline."""
+    report = report_dict(result, version=version, verdict=verdict, seconds=seconds)
+    return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+
+
+def incident_dict(incident: Incident) -> dict[str, Any]:
+    """One incident as ``incidents list --format json`` shows it."""
+    return {
+        "id": incident.id,
+        "generation": incident.generation,
+        "state": incident.state.value,
+        "check": incident.check,
+        "severity": incident.severity.value,
+        "model": incident.model,
+        "entity": incident.entity,
+        "field": incident.field,
+        "change": incident.change,
+        "message": incident.message,
+        "opened_at": incident.opened_at.isoformat(),
+        "updated_at": incident.updated_at.isoformat(),
+        "acknowledged_at": _iso(incident.acknowledged_at),
+        "acknowledged_by": incident.acknowledged_by,
+        "resolved_at": _iso(incident.resolved_at),
+        "resolution": incident.resolution,
+    }
+
+
+def render_incidents_json(incidents: Sequence[Incident]) -> str:
+    """``incidents list --format json``."""
+    return json.dumps([incident_dict(i) for i in incidents], indent=2, ensure_ascii=False) + "\n"
+
+
+def render_markdown(result: ScanResult, closing: ScanSummary | None = None) -> str:
+    """A markdown report, for pull-request comments and CI job summaries.
+
+    It ends with the gate's verdict and the closing summary (``closing``; default: no gate,
+    time not measured). Its title and catalog line name no runner's path or microsecond.
+
+    Catalog text is made safe as the GitHub sink makes it (it usually becomes a pull-request
+    comment): names and urns in code spans, prose with every markdown character escaped and
+    mentions in code spans (:func:`~mlcopilot.text.safe.md_text`).
+    """
+    closing = closing or ScanSummary(result, None)
+    when = result.now.strftime("%Y-%m-%d %H:%M UTC")
+    catalog = md_code(_catalog(result.catalog), _URN_LIMIT)
+    lines = [f"# mlcopilot scan — {when}", "", f"Catalog: {catalog}", ""]
+    lines += [item for note in result.notes for item in (md_text(note, _TEXT_LIMIT), "")]
+    for model in result.models:
+        lines += _markdown_model(model)
+    return "\n".join(lines + _markdown_summary(closing)) + "\n"
+
+
+def _markdown_summary(closing: ScanSummary) -> list[str]:
+    head, *rest = summary_lines(closing, gate=False)
+    gate, *reasons = gate_lines(closing.verdict)
+    lines = ["## Summary", "", f"**{md_text(gate[0].upper() + gate[1:], _TEXT_LIMIT)}**", ""]
+    if reasons:
+        shown = [md_text(reason.strip().removeprefix("- "), _TEXT_LIMIT) for reason in reasons]
+        lines += [f"- {reason}" for reason in shown] + [""]
+    lines += [md_text(head.removeprefix("Summary: ").capitalize(), _TEXT_LIMIT), ""]
+    lines += [f"- {md_text(line, _TEXT_LIMIT)}" for line in rest]
+    return lines
+
+
+def _catalog(label: str) -> str:
+    """The catalog as the markdown report names it: a Lite file by its name, not its path."""
+    if label.startswith("lite:"):
+        return "lite:" + PurePath(label.removeprefix("lite:")).name
+    return label
+
+
+def _markdown_model(model: ModelReport) -> list[str]:
+    lineage = model.lineage
+    lines = [f"## {md_text(short_name(model.urn))}", "", md_code(model.urn, _URN_LIMIT), ""]
+    coverage = f"Walked {count(len(lineage.nodes), 'node')}"
+    if lineage.truncated:
+        coverage += " (**truncated**: a hop or node cap was reached)"
+    if model.unknown:
+        coverage += f"; {count(len(model.unknown), 'entity')} lacked metadata a check needed"
+    if model.gaps:
+        coverage += f"; {count(len(model.gaps), 'coverage gap')}"
+    lines += [coverage + ".", ""]
+    if model.findings:
+        lines += ["| Severity | Check | Entity | Field | Finding |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {f.severity.value} | {md_text(f.check, in_table=True)} "
+            f"| {md_code(short_name(f.entity), in_table=True)} "
+            f"| {md_code(f.field, in_table=True) if f.field else ''} "
+            f"| {md_text(f.message, _TEXT_LIMIT, in_table=True)} |"
+            for f in model.findings
+        ]
+    elif model.gaps:
+        lines.append("No findings, but coverage is incomplete: see the gaps below.")
+    else:
+        lines.append("No findings.")
+    if model.gaps:
+        lines += ["", "Coverage gaps (lineage stops before a dataset; not checked):", ""]
+        lines += [
+            f"- {md_code(gap.entity, _URN_LIMIT)}: {md_text(gap.reason, _TEXT_LIMIT)}"
+            for gap in model.gaps
+        ]
+    if model.unknown:
+        lines += ["", "Unknown (not checked):", ""]
+        lines += [
+            f"- {md_code(urn, _URN_LIMIT)}: {md_text('; '.join(reasons), _TEXT_LIMIT)}"
+            for urn, reasons in sorted(model.unknown.items())
+        ]
+    lines.append("")
+    return lines
+
+
+_URN_LIMIT = 2_000
+"""Urns are shown whole in the markdown report (a cut one cannot be looked up)."""
+_TEXT_LIMIT = 2_000
+"""Messages and reasons likewise: the sinks cut theirs to fit an issue or a Slack block."""
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def outbox_dict(item: OutboxItem) -> dict[str, Any]:
+    """One outbox row as ``outbox list --format json`` shows it (its content left out)."""
+    return {
+        "id": item.id,
+        "sink": item.sink,
+        "action": item.action,
+        "seq": item.seq,
+        "group": item.group_key,
+        "generation": item.group_generation,
+        "dedupe_key": item.dedupe_key,
+        "status": item.status.value,
+        "attempts": item.attempts,
+        "uncertain": item.uncertain,
+        "created_at": item.created_at.isoformat(),
+        "not_before": item.not_before.isoformat(),
+        "next_attempt_at": item.next_attempt_at.isoformat(),
+        "delivered_at": _iso(item.delivered_at),
+        "last_error": redact(item.last_error) if item.last_error else None,
+        "warning": redact(item.warning) if item.warning else None,
+    }
+
+
+def render_outbox_json(items: Sequence[OutboxItem]) -> str:
+    """``outbox list --format json``."""
+    return json.dumps([outbox_dict(i) for i in items], indent=2, ensure_ascii=False) + "\n"
+
+
+def render_models_json(models: Sequence[tuple[str, str, str, str, int]]) -> str:
+    """``catalog models --format json``: each model's urn, name, platform, env, upstream count."""
+    shown = [
+        {"urn": urn, "name": name, "platform": platform, "env": env, "upstream": upstream}
+        for urn, name, platform, env, upstream in models
+    ]
+    return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"

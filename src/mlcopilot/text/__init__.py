@@ -1,0 +1,1 @@
+"""What a person reads: short names from urns, plural wording, text made safe to show."""
