@@ -265,8 +265,15 @@ class Api:
         urn, name = body["urn"], body["aspect"]
         rows = self.backend.store.history(urn, name)
         values = [r for r in rows if _timeseries_match(r.value, body)]
-        values.sort(key=lambda r: r.value.get("timestampMillis", 0), reverse=True)
-        limit = body.get("limit")
+        # GMS sorts by timestampMillis, newest first, unless ``sort`` says otherwise
+        # (``AspectResource.getTimeseriesAspectValues``'s SortCriterion).
+        sort: Json = body["sort"] if isinstance(body.get("sort"), dict) else {}
+        field = str(sort.get("field") or "timestampMillis")
+        values.sort(
+            key=lambda r: r.value.get(field, 0),
+            reverse=str(sort.get("order") or "DESCENDING").upper() != "ASCENDING",
+        )
+        limit = body.get("limit", 10_000)  # the action's default
         values = values[: int(limit)] if limit is not None else values
         return {
             "entityName": body.get("entity") or entity_type(urn),

@@ -322,13 +322,13 @@ def test_datahub_setup_creates_the_plugins_tag(mlcopilot: Mlcopilot, standin: An
 
     done = mlcopilot("datahub", "setup", "--catalog", f"datahub:{standin.url}")
     assert done.code == 0, done.stdout + done.stderr
-    assert "created 11, already there 0" in done.stdout  # 6 + 1 tags, 4 properties
+    assert "created 12, already there 0" in done.stdout  # 7 + 1 tags, 4 properties
     assert f"+ {TAG}" in done.stdout
     with DataHubCatalog(standin.url, timeout=5.0) as catalog:
         assert catalog.nodes([TAG])[TAG].exists
     again = mlcopilot("datahub", "setup", "--catalog", f"datahub:{standin.url}", "--dry-run")
     assert again.code == 0, again.stderr
-    assert "would create 0, already there 11" in again.stdout
+    assert "would create 0, already there 12" in again.stdout
 
 
 # --- the README's "Writing a check" is the example package's truth

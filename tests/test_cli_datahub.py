@@ -64,10 +64,10 @@ def test_setup_is_idempotent(standin_factory: StandInFactory, tmp_path: Path) ->
     server = standin_factory(demo_records("01_catalog.json"))
     first = run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
     assert first.returncode == 0, first.stderr
-    assert "created 10" in first.stdout  # a tag per built-in check, 4 structured properties
+    assert "created 11" in first.stdout  # a tag per built-in check, 4 structured properties
     second = run(tmp_path, "datahub", "setup", "--catalog", f"datahub:{server.url}")
     assert second.returncode == 0, second.stderr
-    assert "created 0, already there 10" in second.stdout
+    assert "created 0, already there 11" in second.stdout
 
 
 def test_doctor_passes_on_a_healthy_server(standin_factory: StandInFactory, tmp_path: Path) -> None:

@@ -229,6 +229,19 @@ def test_cleared_resolution() -> None:
     assert CLEARED == "cleared: no longer found"
 
 
+def test_an_undecided_field_keeps_its_incident_while_the_others_resolve() -> None:
+    column, other, dataset = finding("amount"), finding("region"), finding(None)
+    previous = [stored(column), stored(other), stored(dataset)]
+
+    def undecided(_model: str, _check: str, _entity: str, field: str | None) -> bool:
+        return field in ("amount", None)
+
+    changes = reconcile(previous, [], evaluated=everything, now=NOW, undecided=undecided)
+
+    assert [i.field for i in changes.resolved] == [other.field]
+    assert changes.updated == ()
+
+
 def test_most_severe_duplicate_wins() -> None:
     (opened,) = reconcile([], [F, LOUDER], evaluated=everything, now=NOW).opened
     assert opened.severity is Severity.CRITICAL

@@ -33,6 +33,7 @@ from mlcopilot.model import (
     OutboxItem,
     OutboxStatus,
     PlannedRow,
+    ProfileBaseline,
     RecordedScan,
     Schema,
     Severity,
@@ -130,6 +131,9 @@ class CheckContext:
     """Which of the node's columns feed the model."""
     baseline: Schema | None
     """For a dataset: the schema the model was trained on (None when none is known yet)."""
+    profile_baseline: ProfileBaseline | None = None
+    """For a dataset: the ``datasetProfile`` its data is compared with (see
+    :class:`~mlcopilot.model.ProfileBaseline`); None when none is known."""
 
     def finding(
         self,
@@ -263,6 +267,14 @@ class StateStore(OutboxStore, Protocol):
         """Insert or replace baselines (one per model and dataset)."""
         ...
 
+    def profile_baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[ProfileBaseline]]:
+        """The stored profile baselines of each of ``models`` (every one a key), by dataset."""
+        ...
+
+    def save_profile_baselines(self, baselines: Sequence[ProfileBaseline]) -> None:
+        """Insert or replace profile baselines (one per model and dataset)."""
+        ...
+
     def incidents(
         self,
         *,
@@ -296,6 +308,7 @@ class StateStore(OutboxStore, Protocol):
         finished_at: datetime | None = None,
         baselines: Sequence[Baseline] = (),
         notify: NotifyRequest | None = None,
+        profile_baselines: Sequence[ProfileBaseline] = (),
     ) -> RecordedScan:
         """Store a scan run, its incident changes, ``baselines`` and outbox rows in one transaction.
 

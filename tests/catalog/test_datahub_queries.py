@@ -37,6 +37,7 @@ VARIABLES: dict[str, dict[str, Any]] = {
     "mlcopilotDownstream": q.downstream_variables(["urn:li:corpuser:x"]),
     "mlcopilotAssertions": {"urn": "urn:li:corpuser:x", "assertionStart": 200},
     "mlcopilotIncidents": {"urn": "urn:li:corpuser:x", "incidentStart": 100},
+    "mlcopilotProfilesBefore": {"urns": ["urn:li:corpuser:x"], "end": 1_786_000_000_000},
     "mlcopilotLineage": q.lineage_variables("urn:li:corpuser:x", ["1", "2", "3+"], 1000, "id"),
     "mlcopilotSearch": q.search_variables(["MLMODEL"], 1000, None),
     "mlcopilotMe": {},

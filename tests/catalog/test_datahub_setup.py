@@ -52,7 +52,7 @@ def test_setup_creates_every_definition_once(server: Any) -> None:
     catalog = DataHubCatalog(server.url, token=TOKEN, timeout=5.0)
     first = setup_datahub(catalog)
     assert set(first.created) == {d.urn for d in definitions()}
-    assert len(first.created) == 10  # a tag per built-in check, 4 structured properties
+    assert len(first.created) == 11  # a tag per built-in check, 4 structured properties
     assert first.existing == ()
     second = setup_datahub(catalog)
     assert second.created == ()
@@ -64,8 +64,8 @@ def test_setup_creates_every_definition_once(server: Any) -> None:
 
 def test_setup_dry_run_writes_nothing(server: Any) -> None:
     catalog = DataHubCatalog(server.url, token=TOKEN, timeout=5.0)
-    assert len(setup_datahub(catalog, dry_run=True).created) == 10
-    assert len(catalog.missing_definitions(definitions())) == 10
+    assert len(setup_datahub(catalog, dry_run=True).created) == 11
+    assert len(catalog.missing_definitions(definitions())) == 11
     catalog.close()
 
 

@@ -193,6 +193,28 @@ def test_timeseries_timeline_and_batch_get(server: StandIn) -> None:
     assert len(schema.fields) == 3
 
 
+def test_timeseries_sort_and_time_window_as_gms(server: StandIn) -> None:
+    # Three operations on CURATED (a day apart), as the Rest.li action returns them.
+    url = f"{server.url}/aspects"
+    body: dict[str, Any] = {"urn": sn.CURATED, "entity": "dataset", "aspect": "operation"}
+
+    def stamps(**extra: Any) -> list[int]:
+        answer = requests.post(
+            url,
+            params={"action": "getTimeseriesAspectValues"},
+            json={**body, **extra},
+            timeout=10,
+        ).json()["value"]["values"]
+        return [json.loads(v["aspect"]["value"])["timestampMillis"] for v in answer]
+
+    newest_first = stamps()
+    assert newest_first == sorted(newest_first, reverse=True)
+    assert len(newest_first) >= 2
+    ascending = {"field": "timestampMillis", "order": "ASCENDING"}
+    assert stamps(sort=ascending, limit=1) == [min(newest_first)]
+    assert stamps(endTimeMillis=newest_first[1], limit=1) == [newest_first[1]]
+
+
 # --- SDK: lineage ----------------------------------------------------------------------------
 
 

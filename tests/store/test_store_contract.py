@@ -15,10 +15,13 @@ from mlcopilot.errors import StoreError, UsageError
 from mlcopilot.incidents.lifecycle import CLEARED, reconcile
 from mlcopilot.model import (
     Baseline,
+    DatasetProfile,
+    FieldProfile,
     Finding,
     Incident,
     IncidentChanges,
     IncidentState,
+    ProfileBaseline,
     Schema,
     SchemaField,
     Severity,
@@ -96,7 +99,7 @@ def test_open_creates_the_schema_at_head(store: SqlStore, raw: Engine) -> None:
         "incidents",
     }
     with raw.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_heads() == ("0003",)
+        assert MigrationContext.configure(conn).get_current_heads() == ("0004",)
         # the tables the migrations built are exactly the ones the queries are written against
         diff = compare_metadata(MigrationContext.configure(conn), tables.metadata)
     assert diff == []
@@ -174,6 +177,58 @@ def test_save_baselines_replaces_and_lists_per_model(store: SqlStore) -> None:
     assert store.baselines(MODEL) == [replaced, baseline(MODEL, DS2, "a", T0)]
     assert [b.dataset for b in store.baselines(OTHER_MODEL)] == [DS]
     assert store.baselines("urn:li:mlModel:nope") == []
+
+
+PROFILE = DatasetProfile(
+    at=datetime(2026, 8, 1, 6, 0, 0, 123000, tzinfo=UTC),
+    row_count=100_000,
+    column_count=3,
+    size_in_bytes=None,
+    fields=(
+        FieldProfile(
+            "naïve.名前",
+            unique_count=4,
+            unique_proportion=4e-05,
+            null_count=0,
+            null_proportion=0.0,
+        ),
+        FieldProfile(
+            "amount",
+            mean="100.0",
+            stdev="15.0",
+            min="-1e9",
+            max="NaN",
+            quantiles=(("0.05", "75.325"), ("0.5", "100.0"), ("0.95", "124.675")),
+        ),
+        FieldProfile("empty"),
+    ),
+)
+
+
+def test_profile_baselines_round_trip_exactly_and_replace(store: SqlStore) -> None:
+    first = ProfileBaseline(MODEL, DS, PROFILE, "history", T0)
+    other = ProfileBaseline(OTHER_MODEL, DS2, PROFILE, "first_scan", T0)
+    store.save_profile_baselines([first, other])
+
+    assert store.profile_baselines_of([MODEL, "urn:li:mlModel:nope"]) == {
+        MODEL: [first],
+        "urn:li:mlModel:nope": [],
+    }
+    accepted = dataclasses.replace(
+        first, profile=dataclasses.replace(PROFILE, row_count=5), source="accepted", captured_at=T1
+    )
+    store.save_profile_baselines([accepted])
+    store.save_profile_baselines([])
+    assert store.profile_baselines_of([MODEL, OTHER_MODEL]) == {
+        MODEL: [accepted],
+        OTHER_MODEL: [other],
+    }
+
+
+def test_record_scan_saves_profile_baselines_in_the_same_transaction(store: SqlStore) -> None:
+    base = ProfileBaseline(MODEL, DS, PROFILE, "history", T0)
+    scan(store, [finding()], T0, profile_baselines=[base])
+    assert store.profile_baselines_of([MODEL]) == {MODEL: [base]}
 
 
 def test_timestamps_come_back_aware_utc_whatever_zone_went_in(store: SqlStore) -> None:

@@ -56,6 +56,7 @@ from mlcopilot.model import (
     AssertionRun,
     AssertionState,
     ColumnEdge,
+    DatasetProfile,
     Deprecation,
     DocumentWrite,
     Edge,
@@ -71,6 +72,7 @@ from mlcopilot.model import (
     TagWrite,
     Urn,
     Write,
+    profile_from_json,
 )
 
 JsonObject = dict[str, Any]
@@ -178,6 +180,7 @@ def node_from_aspects(
     related: Mapping[Urn, Aspects] | None = None,
     assertions: tuple[AssertionState, ...] | None = None,
     incidents: tuple[IncidentSignal, ...] | None = None,
+    profile: Mapping[str, Any] | None = None,
 ) -> Node:
     """Translate one entity's current aspects into a :class:`~mlcopilot.model.Node`.
 
@@ -195,6 +198,9 @@ def node_from_aspects(
         incidents: The active incidents naming it (:func:`incident_from_info`); None when the
             backend cannot tell. Kept only for an entity that exists and is of
             :data:`INCIDENT_ENTITY_TYPES`.
+        profile: Of a dataset: its newest ``datasetProfile`` by ``timestampMillis`` (the
+            aspect's JSON, or GraphQL's ``DatasetProfile``); None when it has none. Kept only
+            for a dataset that exists.
 
     Returns:
         The node. Metadata the aspects do not carry stays None or empty; nothing is invented.
@@ -235,6 +241,9 @@ def node_from_aspects(
         if entity_type in ASSERTION_ENTITY_TYPES and exists(aspects)
         else None,
         incidents=incidents if entity_type in INCIDENT_ENTITY_TYPES and exists(aspects) else None,
+        profile=dataset_profile(profile)
+        if profile is not None and entity_type is EntityType.DATASET and exists(aspects)
+        else None,
     )
 
 
@@ -429,6 +438,17 @@ def simple_field_path(field_path: str) -> str:
     if not field_path.startswith(_V2_PREFIX):
         return field_path  # what the SDK returns for a v1 path, without the call
     return str(get_simple_field_path_from_v2_field_path(field_path))
+
+
+PROFILE_ASPECT = "datasetProfile"
+"""The timeseries aspect of a dataset's profiles."""
+
+
+def dataset_profile(value: Mapping[str, Any] | None) -> DatasetProfile | None:
+    """A ``datasetProfile`` (its JSON) as a profile, field paths simplified as schemas' are."""
+    if not isinstance(value, Mapping):
+        return None
+    return profile_from_json(value, simple_field_path)
 
 
 def ms_to_datetime(value: object) -> datetime | None:

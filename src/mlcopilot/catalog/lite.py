@@ -36,6 +36,7 @@ from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
     UPDATE_HISTORY,
     AssertionState,
+    DatasetProfile,
     Edge,
     IncidentSignal,
     Lineage,
@@ -65,6 +66,20 @@ _LATEST_RUNS = (
     "ORDER BY json_extract(metadata, '$.timestampMillis') DESC, version DESC) AS newest "
     "FROM metadata_aspect_v2 WHERE urn GLOB ? AND aspect_name = ? AND version > 0 "
     "AND json_extract(metadata, '$.status') = 'COMPLETE') WHERE newest = 1"
+)
+
+_PROFILE_STAMPS = (
+    # Every stored profile event of some datasets, dated: the baseline is picked from these.
+    "SELECT urn, version, json_extract(metadata, '$.timestampMillis') FROM metadata_aspect_v2 "
+    "WHERE urn IN ({urns}) AND aspect_name = 'datasetProfile' AND version > 0"
+)
+_NEWEST_PROFILES = (
+    # Each dataset's profile with the newest timestampMillis, the last loaded of a tie: Lite's
+    # own sink leaves the last *written* event in v0, and that is not the newest.
+    "SELECT urn, metadata FROM (SELECT urn, metadata, ROW_NUMBER() OVER (PARTITION BY urn "
+    "ORDER BY json_extract(metadata, '$.timestampMillis') DESC, version DESC) AS newest "
+    "FROM metadata_aspect_v2 WHERE urn IN ({urns}) AND aspect_name = 'datasetProfile' "
+    "AND version > 0) WHERE newest = 1"
 )
 
 _Aspects = dict[Urn, dict[str, ax.JsonObject]]
@@ -190,6 +205,86 @@ class LiteCatalog(ClosedOnExit):
         if not found:
             return None
         return ax.schema_from_aspects({k: v for k, v in found.items() if isinstance(v, dict)})
+
+    def profiles_before(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], DatasetProfile | None]:
+        """For each (dataset, time): its newest profile taken at or before then, else None.
+
+        Profiles are ordered by ``timestampMillis`` (the last loaded of a tie), never by the
+        order they were written in; every stored event counts (Lite keeps them all).
+        """
+        wanted = list(dict.fromkeys(requests))
+        stamps = self._profile_stamps([urn for urn, _ in wanted])
+        chosen: dict[tuple[Urn, datetime], tuple[Urn, int]] = {}
+        for urn, when in wanted:
+            limit = ax.datetime_to_ms(when)
+            held = [(stamp, v) for stamp, v in stamps.get(urn, ()) if stamp <= limit]
+            if held:
+                chosen[(urn, when)] = (urn, max(held)[1])
+        events = self._profile_events(chosen.values())
+        return {key: events.get(chosen[key]) if key in chosen else None for key in wanted}
+
+    def oldest_profiles(self, urns: Sequence[Urn]) -> dict[Urn, DatasetProfile | None]:
+        """Each dataset's oldest profile by ``timestampMillis`` (the first loaded of a tie)."""
+        stamps = self._profile_stamps(urns)
+        chosen = {
+            urn: (urn, min(stamps[urn], key=lambda e: (e[0], e[1]))[1])
+            for urn in urns
+            if stamps.get(urn)
+        }
+        events = self._profile_events(chosen.values())
+        return {urn: events.get(chosen[urn]) if urn in chosen else None for urn in urns}
+
+    def _profile_stamps(self, urns: Sequence[Urn]) -> dict[Urn, list[tuple[int, int]]]:
+        """Every profile event of ``urns`` as ``(timestampMillis, version)``, unparsed."""
+        found: dict[Urn, list[tuple[int, int]]] = {}
+        unique = list(dict.fromkeys(urns))
+        with self._errors():
+            client = self._handle().sqlite_client
+            for start in range(0, len(unique), _BATCH):
+                chunk = unique[start : start + _BATCH]
+                query = _PROFILE_STAMPS.format(urns=",".join("?" * len(chunk)))
+                for urn, version, stamp in client.execute(query, chunk):
+                    if isinstance(stamp, int) and not isinstance(stamp, bool):
+                        found.setdefault(urn, []).append((stamp, int(version)))
+        return found
+
+    def _profile_events(
+        self, keys: Iterable[tuple[Urn, int]]
+    ) -> dict[tuple[Urn, int], DatasetProfile]:
+        """The profile events stored as the given (urn, version) rows."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[tuple[Urn, int], DatasetProfile] = {}
+        with self._errors():
+            client = self._handle().sqlite_client
+            for start in range(0, len(wanted), _BATCH // 2):
+                chunk = wanted[start : start + _BATCH // 2]
+                where = " OR ".join("(urn = ? AND version = ?)" for _ in chunk)
+                query = (
+                    "SELECT urn, version, metadata FROM metadata_aspect_v2 "
+                    f"WHERE aspect_name = 'datasetProfile' AND ({where})"
+                )
+                params = [part for key in chunk for part in key]
+                for urn, version, metadata in client.execute(query, params):
+                    profile = ax.dataset_profile(json.loads(metadata))
+                    if profile is not None:
+                        found[(urn, int(version))] = profile
+        return found
+
+    def _newest_profiles(self, urns: Sequence[Urn]) -> dict[Urn, ax.JsonObject]:
+        """Each dataset's newest profile event by ``timestampMillis`` (JSON), if it has one."""
+        datasets = [u for u in urns if u.startswith(_DATASET_URNS)]
+        found: dict[Urn, ax.JsonObject] = {}
+        if not datasets:
+            return found
+        query = _NEWEST_PROFILES.format(urns=",".join("?" * len(datasets)))
+        with self._errors():
+            for urn, metadata in self._handle().sqlite_client.execute(query, datasets):
+                event = json.loads(metadata)
+                if isinstance(event, dict):
+                    found[urn] = event
+        return found
 
     def schemas_at(
         self, requests: Iterable[tuple[Urn, datetime]]
@@ -400,6 +495,7 @@ class LiteCatalog(ClosedOnExit):
         )
         signals = self._signal_index()
         history = self._update_history(urns)
+        profiles = self._newest_profiles(urns)
         for urn in urns:
             aspects = found.get(urn, {})
             self._nodes[urn] = ax.node_from_aspects(
@@ -409,6 +505,7 @@ class LiteCatalog(ClosedOnExit):
                 related=related,
                 assertions=signals.assertions.get(urn, ()),
                 incidents=signals.incidents.get(urn, ()),
+                profile=profiles.get(urn),
             )
             self._edges[urn] = ax.edges_from_aspects(urn, aspects)
 

@@ -49,6 +49,7 @@ BUILTIN_CHECKS: dict[str, str] = {
     "deprecated_source": "mlcopilot.checks.deprecated_source:DeprecatedSource",
     "failing_assertion": "mlcopilot.checks.failing_assertion:FailingAssertion",
     "pii_exposure": "mlcopilot.checks.pii_exposure:PiiExposure",
+    "profile_drift": "mlcopilot.checks.profile_drift:ProfileDrift",
     "schema_drift": "mlcopilot.checks.schema_drift:SchemaDrift",
     "stale_source": "mlcopilot.checks.stale_source:StaleSource",
     "upstream_incident": "mlcopilot.checks.upstream_incident:UpstreamIncident",

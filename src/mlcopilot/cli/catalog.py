@@ -150,13 +150,14 @@ def baseline_accept(
     catalog: CatalogOption = None,
     state_url: StateOption = None,
 ) -> None:
-    """Accept the current upstream schemas as the model's baseline (ends reported drift)."""
-    from mlcopilot.scan import accept_baselines
+    """Accept the current upstream schemas and profiles as the model's baseline (ends drift)."""
+    from mlcopilot.scan import accept_all_baselines
     from mlcopilot.text.names import short_name
 
     with opened(command_settings(catalog, state_url), create=True) as (cat, store):
-        accepted = accept_baselines(cat, store, model, now=datetime.now(UTC))
+        accepted, profiles = accept_all_baselines(cat, store, model, now=datetime.now(UTC))
+    profiled = f" and the current profile of {count(len(profiles), 'dataset')}" if profiles else ""
     out.print(
-        f"Accepted the current schema of {count(len(accepted), 'upstream dataset')} for "
-        f"{short_name(model)}; the next scan resolves their drift incidents."
+        f"Accepted the current schema of {count(len(accepted), 'upstream dataset')}{profiled} "
+        f"for {short_name(model)}; the next scan resolves their drift incidents."
     )

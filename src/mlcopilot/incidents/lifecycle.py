@@ -28,6 +28,9 @@ CLEARED = "cleared: no longer found"
 
 Evaluated = Callable[[Urn, str, Urn], bool] | AbstractSet[tuple[Urn, str, Urn]]
 """Whether a scan could decide ``(model, check, entity)``: a predicate or a set of triples."""
+Undecided = Callable[[Urn, str, Urn, str | None], bool]
+"""Whether a check that decided at an entity still could not decide one of its fields
+``(model, check, entity, field)``: ``field`` None is the entity itself."""
 
 
 def reconcile(
@@ -36,6 +39,7 @@ def reconcile(
     *,
     evaluated: Evaluated,
     now: datetime,
+    undecided: Undecided | None = None,
 ) -> IncidentChanges:
     """Compare one scan's findings with the stored incidents and say what changes.
 
@@ -48,6 +52,9 @@ def reconcile(
             there. Only then may an incident whose finding is gone be resolved. A predicate
             ``(model, check, entity) -> bool`` or a set of such triples.
         now: The scan time, stamped on everything opened, updated or resolved.
+        undecided: Finer than ``evaluated``: the fields of an evaluated entity the check still
+            could not decide (a column a profile no longer covers). Their incidents are left
+            untouched too.
 
     Returns:
         The incidents to open (new ones and recurrences), to refresh (still present; their state,
@@ -71,8 +78,13 @@ def reconcile(
     for incident_id, before in latest.items():
         if incident_id in current or not before.is_open:
             continue
-        if could_decide(before.model, before.check, before.entity):
-            resolved.append(resolve(before, at=now, reason=CLEARED))
+        if not could_decide(before.model, before.check, before.entity):
+            continue
+        if undecided is not None and undecided(
+            before.model, before.check, before.entity, before.field
+        ):
+            continue
+        resolved.append(resolve(before, at=now, reason=CLEARED))
 
     def by_id(incident: Incident) -> str:
         return incident.id

@@ -11,8 +11,20 @@ not asked for (a dataset was reached).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Mapping
 
-from mlcopilot.model import CoverageGap, Edge, EntityType, Lineage, Node, Urn
+from mlcopilot.model import (
+    UNKNOWN_USAGE,
+    ColumnUsage,
+    CoverageGap,
+    Edge,
+    EntityType,
+    Lineage,
+    Node,
+    ProfileReadiness,
+    Urn,
+)
+from mlcopilot.model.profiles import has_distribution
 
 NO_LINEAGE = "no upstream lineage recorded"
 
@@ -54,6 +66,89 @@ def coverage_gaps(lineage: Lineage) -> tuple[CoverageGap, ...]:
                 seen.add(edge.upstream)
                 queue.append(edge.upstream)
     return tuple(gaps)
+
+
+def profile_readiness(lineage: Lineage, usage: Mapping[Urn, ColumnUsage]) -> ProfileReadiness:
+    """What DataHub profiles of the columns feeding the model (see ``ProfileReadiness``).
+
+    A column counts when it feeds the model or lineage cannot rule it out (``usage``); its
+    dataset's schema names it, else (no schema) the newest profile does.
+    """
+    columns = profiled = quantiles = datasets = 0
+    unprofiled: list[Urn] = []
+    table_level: list[Urn] = []
+    no_quantiles: list[Urn] = []
+    for urn, node in lineage.nodes.items():
+        if urn == lineage.root or node.entity_type is not EntityType.DATASET or not node.exists:
+            continue
+        datasets += 1
+        fields = {f.path: f for f in node.profile.fields} if node.profile is not None else {}
+        numeric = (
+            {f.path for f in node.schema.fields if f.type == "NumberType"} if node.schema else set()
+        )
+        names = [f.path for f in node.schema.fields] if node.schema else list(fields)
+        feeding = [c for c in names if usage.get(urn, UNKNOWN_USAGE).feeds(c) is not False]
+        columns += len(feeding)
+        if node.profile is None:
+            unprofiled.append(urn)
+            continue
+        if not node.profile.fields:
+            table_level.append(urn)
+            continue
+        found = [c for c in feeding if c in fields]
+        profiled += len(found)
+        with_quantiles = [c for c in found if has_distribution(fields[c])]
+        quantiles += len(with_quantiles)
+        if any(c in numeric and c not in with_quantiles for c in found):
+            no_quantiles.append(urn)
+    return ProfileReadiness(
+        columns=columns,
+        profiled=profiled,
+        quantiles=quantiles,
+        datasets=datasets,
+        unprofiled=tuple(unprofiled),
+        table_level=tuple(table_level),
+        no_quantiles=tuple(no_quantiles),
+    )
+
+
+READINESS_SETTINGS = {
+    "unprofiled": "profiling.enabled: true",
+    "table_level": "profiling.profile_table_level_only: false",
+    "no_quantiles": "profiling.include_field_quantiles: true",
+}
+"""The ingestion recipe setting each kind of dataset in a ``ProfileReadiness`` lacks."""
+
+
+def readiness_parts(
+    readiness: ProfileReadiness, name: Callable[[Urn], str]
+) -> tuple[str, list[str]]:
+    """The readiness in words: a headline, and per kind of dataset what to turn on for which.
+
+    ``3 of 12 columns feeding it are profiled, 1 with quantiles`` and, e.g.,
+    ``not profiled (profiling.enabled: true): orders, events``.
+    """
+    headline = (
+        f"{readiness.profiled} of {readiness.columns} column"
+        f"{'' if readiness.columns == 1 else 's'} feeding it "
+        f"{'is' if readiness.profiled == 1 else 'are'} profiled, "
+        f"{readiness.quantiles} with quantiles"
+    )
+    kinds = (
+        ("not profiled", readiness.unprofiled, READINESS_SETTINGS["unprofiled"]),
+        ("row counts only", readiness.table_level, READINESS_SETTINGS["table_level"]),
+        (
+            "numeric columns without quantiles",
+            readiness.no_quantiles,
+            READINESS_SETTINGS["no_quantiles"],
+        ),
+    )
+    todo = [
+        f"{label} ({setting}): {', '.join(name(u) for u in urns)}"
+        for label, urns, setting in kinds
+        if urns
+    ]
+    return headline, todo
 
 
 def _reason(node: Node, *, truncated: bool) -> str:

@@ -1,6 +1,7 @@
 """The product's own small, frozen domain types, by what they describe.
 
 - :mod:`~mlcopilot.model.catalog`: what the catalog says (urns, schemas, lineage, column usage);
+- :mod:`~mlcopilot.model.profiles`: what DataHub's ``datasetProfile`` says about the data;
 - :mod:`~mlcopilot.model.findings`: what the checks find and what becomes of it (check infos,
   findings, incidents, baselines, reports);
 - :mod:`~mlcopilot.model.writes`: the write-back intents;
@@ -48,6 +49,8 @@ from mlcopilot.model.findings import (
     IncidentState,
     IncidentType,
     ModelReport,
+    ProfileBaseline,
+    ProfileReadiness,
     Severity,
     finding_id,
     plain_json,
@@ -71,6 +74,13 @@ from mlcopilot.model.notify import (
     SinkRef,
     WatchedGroup,
     dedupe_key,
+)
+from mlcopilot.model.profiles import (
+    DatasetProfile,
+    FieldProfile,
+    profile_from_json,
+    profile_millis,
+    profile_to_json,
 )
 from mlcopilot.model.writes import (
     DocumentWrite,
@@ -103,12 +113,14 @@ __all__ = [
     "ColumnEdge",
     "ColumnUsage",
     "CoverageGap",
+    "DatasetProfile",
     "Delivered",
     "Deprecation",
     "DocumentWrite",
     "Edge",
     "EdgeKind",
     "EntityType",
+    "FieldProfile",
     "Finding",
     "FreshnessSchedule",
     "GroupSnapshot",
@@ -129,6 +141,8 @@ __all__ = [
     "OutboxItem",
     "OutboxStatus",
     "PlannedRow",
+    "ProfileBaseline",
+    "ProfileReadiness",
     "PropertyWrite",
     "RecordedScan",
     "Schema",
@@ -143,5 +157,8 @@ __all__ = [
     "dedupe_key",
     "finding_id",
     "plain_json",
+    "profile_from_json",
+    "profile_millis",
+    "profile_to_json",
     "short_name",
 ]

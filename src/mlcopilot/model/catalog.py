@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
+from mlcopilot.model.profiles import DatasetProfile
+
 Urn = str
 """A DataHub URN, e.g. ``urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)``."""
 
@@ -272,6 +274,10 @@ class Node:
     """For a dataset without ``schemaMetadata``: the columns its ``editableSchemaMetadata``
     annotates, with their tags, terms and descriptions but no type (no schema says it).
     Empty when the schema is known: its fields carry them."""
+    profile: DatasetProfile | None = None
+    """For a dataset: its newest ``datasetProfile`` by ``timestampMillis`` (never the last one
+    written); None when DataHub holds none. Every backend reads it for datasets in the catalog
+    and for nothing else."""
 
 
 UPDATE_HISTORY = 50

@@ -16,6 +16,7 @@ from enum import Enum, StrEnum
 from typing import Literal, TypeAlias
 
 from mlcopilot.model.catalog import TAG_PREFIX, Lineage, Schema, Urn
+from mlcopilot.model.profiles import DatasetProfile
 
 ChangeKind = Literal["added", "removed", "renamed", "type_changed"]
 
@@ -183,6 +184,10 @@ class CheckOutcome:
     findings: tuple[Finding, ...] = ()
     unknown: str | None = None
     """Why the node lacked the metadata this check needs; None when the check could decide."""
+    undecided: frozenset[str | None] = frozenset()
+    """When the check could decide at the node: the fields (None: the node itself) it still
+    could not (a column its data no longer covers). Their incidents are neither refreshed nor
+    resolved."""
 
 
 NOT_IN_CATALOG = CheckOutcome(unknown="not in the catalog (referenced by lineage only)")
@@ -255,6 +260,29 @@ class CoverageGap:
 
 
 @dataclass(frozen=True, slots=True)
+class ProfileReadiness:
+    """What DataHub profiles of the data feeding one model: what profile drift can compare.
+
+    ``columns`` counts the columns of its upstream datasets that feed the model, or that
+    lineage cannot rule out; ``profiled`` those the newest profile has a column profile of,
+    ``quantiles`` those with quantiles (numeric distributions). The datasets are listed by
+    what their ingestion recipe lacks: ``unprofiled`` (no profile at all:
+    ``profiling.enabled``), ``table_level`` (row counts only:
+    ``profiling.profile_table_level_only: false``) and ``no_quantiles`` (numeric columns
+    feeding the model profiled without quantiles: ``profiling.include_field_quantiles``).
+    """
+
+    columns: int = 0
+    profiled: int = 0
+    quantiles: int = 0
+    datasets: int = 0
+    """Upstream datasets in the catalog."""
+    unprofiled: tuple[Urn, ...] = ()
+    table_level: tuple[Urn, ...] = ()
+    no_quantiles: tuple[Urn, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ModelReport:
     """The scan result for one model."""
 
@@ -266,6 +294,9 @@ class ModelReport:
     errors: tuple[str, ...] = ()
     gaps: tuple[CoverageGap, ...] = ()
     """Where the model's lineage stops without reaching a dataset (see ``coverage.py``)."""
+    profiles: ProfileReadiness | None = None
+    """What DataHub profiles of its upstream data (None: not worked out, the profile_drift
+    check did not run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,5 +310,23 @@ class Baseline:
     model: Urn
     dataset: Urn
     schema: Schema
+    source: Literal["history", "first_scan", "accepted"]
+    captured_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileBaseline:
+    """The ``datasetProfile`` of one upstream dataset that one model's data is compared with.
+
+    ``source``: ``history`` is the newest profile taken at or before the model's training
+    time; ``first_scan`` the oldest profile DataHub held when a scan first read the dataset
+    (none was taken by the training time, or the model's training time is unknown);
+    ``accepted`` the profile that was current when a user accepted it. Stored when first used,
+    so DataHub's timeseries retention cannot take it away.
+    """
+
+    model: Urn
+    dataset: Urn
+    profile: DatasetProfile
     source: Literal["history", "first_scan", "accepted"]
     captured_at: datetime

@@ -35,6 +35,7 @@ from pathlib import PurePath
 from typing import Any
 
 from mlcopilot.lineage.columns import column_usage
+from mlcopilot.lineage.coverage import readiness_parts
 from mlcopilot.model import (
     CheckInfo,
     EdgeKind,
@@ -431,6 +432,7 @@ class _Model:
             "Focus or click a node for its details (Enter opens it in DataHub when linked); select "
             "a finding to highlight its path.</p>",
             *self._findings(),
+            *self._profiles(),
             *self._gap_list(),
             f'<h3 id="{self.anchor}-timeline">Incident timeline</h3>',
             timeline,
@@ -667,11 +669,30 @@ class _Model:
             items.append(f"<dt>What to do</dt><dd>{_text(info.action)}</dd>")
         evidence = plain_json(finding.evidence)
         if isinstance(evidence, Mapping) and evidence:
+            compared = _side_by_side(evidence)
+            if compared:
+                items.append(f"<dt>Baseline and now</dt><dd>{compared}</dd>")
             lines = "\n".join(f"{key}: {_shown(value)}" for key, value in sorted(evidence.items()))
             items.append(f"<dt>Evidence</dt><dd><pre>{_text_block(lines)}</pre></dd>")
         if not items:
             return ""
         return f"<details><summary>details</summary><dl>{''.join(items)}</dl></details>"
+
+    def _profiles(self) -> list[str]:
+        """What DataHub profiles of the data feeding the model, and what to turn on."""
+        readiness = self.report.profiles
+        if readiness is None or not readiness.datasets:
+            return []
+        headline, todo = readiness_parts(readiness, short_name)
+        out = [
+            f'<h3 id="{self.anchor}-profiles">Profiles</h3>',
+            f'<p class="profiles">{_text(headline)}.</p>',
+        ]
+        if todo:
+            out.append('<ul class="profiles">')
+            out += [f"<li>{_text(line)}</li>" for line in todo]
+            out.append("</ul>")
+        return out
 
     def _gap_list(self) -> list[str]:
         report = self.report
@@ -690,6 +711,118 @@ class _Model:
             )
         out.append("</ul>")
         return out
+
+
+_COMPARED = (
+    ("row count", "baseline_rows", "current_rows"),
+    ("taken", "baseline_profile_at", "current_profile_at"),
+)
+_STATISTICS = (
+    "null_proportion",
+    "unique_count",
+    "unique_proportion",
+    "mean",
+    "stdev",
+    "median",
+    "min",
+    "max",
+)
+
+
+def _side_by_side(evidence: Mapping[str, Any]) -> str:
+    """A baseline-versus-now table (and quantile chart) for evidence that compares profiles.
+
+    Read from the evidence alone (``baseline`` and ``current`` statistics, their rows and
+    times), so any check recording it that way gets the same view.
+    """
+    before, after = evidence.get("baseline"), evidence.get("current")
+    rows = [
+        (label, evidence.get(b), evidence.get(a))
+        for label, b, a in _COMPARED
+        if evidence.get(b) is not None or evidence.get(a) is not None
+    ]
+    chart = ""
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        rows += [
+            (key.replace("_", " "), before.get(key), after.get(key))
+            for key in _STATISTICS
+            if before.get(key) is not None or after.get(key) is not None
+        ]
+        chart = _quantile_chart(_points(before.get("quantiles")), _points(after.get("quantiles")))
+    if not rows and not chart:
+        return ""
+    cells = "".join(
+        f"<tr><th>{_text(label)}</th><td>{_text(_stat(b))}</td><td>{_text(_stat(a))}</td></tr>"
+        for label, b, a in rows
+    )
+    table = (
+        '<table class="compare"><thead><tr><th></th><th>baseline</th><th>now</th></tr></thead>'
+        f"<tbody>{cells}</tbody></table>"
+    )
+    return f'<div class="compare">{table}{chart}</div>'
+
+
+def _points(raw: object) -> list[tuple[float, float]]:
+    """``[[quantile, value], ...]`` as numbers, by quantile; unparsable ones left out."""
+    points: list[tuple[float, float]] = []
+    for pair in raw if isinstance(raw, list) else []:
+        if isinstance(pair, list) and len(pair) == 2:
+            try:
+                p, x = float(pair[0]), float(pair[1])
+            except (TypeError, ValueError):
+                continue
+            if 0.0 <= p <= 1.0 and abs(x) < 1e300:
+                points.append((p, x))
+    return sorted(points)
+
+
+def _quantile_chart(before: list[tuple[float, float]], after: list[tuple[float, float]]) -> str:
+    """Both quantile functions in one small SVG: quantile across, value up."""
+    if len(before) < 2 and len(after) < 2:
+        return ""
+    values = [x for _, x in (*before, *after)]
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    width, height, pad = 260, 130, 28
+
+    def at(p: float, x: float) -> tuple[str, str]:
+        across = pad + p * (width - 2 * pad)
+        up = height - pad - (x - low) / span * (height - 2 * pad)
+        return f"{across:.1f}", f"{up:.1f}"
+
+    def line(points: list[tuple[float, float]], css: str) -> str:
+        if not points:
+            return ""
+        spots = [at(p, x) for p, x in points]
+        path = " ".join(f"{cx},{cy}" for cx, cy in spots)
+        dots = "".join(f'<circle cx="{cx}" cy="{cy}" r="2.5"/>' for cx, cy in spots)
+        return f'<g class="{css}"><polyline points="{path}"/>{dots}</g>'
+
+    label = (
+        f"Quantiles, baseline (dashed) and now (solid): values from {_stat(low)} to {_stat(high)}"
+    )
+    return (
+        f'<svg class="quantiles" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{_text(label)}">'
+        f'<line class="axis" x1="{pad}" y1="{height - pad}" '
+        f'x2="{width - pad}" y2="{height - pad}"/>'
+        f'<text x="{pad}" y="{height - 8}">p 0</text>'
+        f'<text x="{width - pad}" y="{height - 8}" text-anchor="end">p 1</text>'
+        f'<text x="2" y="{pad - 8}">{_text(_stat(high))}</text>'
+        f'<text x="2" y="{height - pad - 4}">{_text(_stat(low))}</text>'
+        f"{line(before, 'baseline')}{line(after, 'current')}</svg>"
+    )
+
+
+def _stat(value: object) -> str:
+    """A statistic for the comparison table: numbers short, text as DataHub wrote it."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 def _node_height(columns: int) -> int:
@@ -982,6 +1115,18 @@ table.findings dl { margin: .2rem 0 0; }
 table.findings dt { font-weight: 600; color: var(--ink); }
 table.findings dd { margin: 0 0 .3rem; }
 table.findings pre { margin: 0; font-size: 11px; white-space: pre-wrap; overflow-wrap: anywhere; }
+div.compare { display: flex; flex-wrap: wrap; gap: .6rem; align-items: flex-start; }
+table.compare { border-collapse: collapse; font-size: 11px; }
+table.compare th, table.compare td { padding: 0 .4rem; text-align: right; }
+table.compare tbody th { text-align: left; font-weight: 600; }
+svg.quantiles { width: 260px; height: 130px; font-size: 9px; fill: var(--muted); }
+svg.quantiles .axis { stroke: var(--muted); }
+svg.quantiles polyline { fill: none; stroke-width: 1.5; }
+svg.quantiles .baseline polyline { stroke: #757575; stroke-dasharray: 4 3; }
+svg.quantiles .baseline circle { fill: #757575; }
+svg.quantiles .current polyline { stroke: #b71c1c; }
+svg.quantiles .current circle { fill: #b71c1c; }
+.profiles li { margin: .15rem 0; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11px; }
   .search, .controls, .node-info { display: none; }

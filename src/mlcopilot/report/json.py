@@ -23,6 +23,7 @@ from typing import Any
 
 from mlcopilot.incidents.gate import GateVerdict
 from mlcopilot.incidents.payload import OutboxItem
+from mlcopilot.lineage.coverage import readiness_parts
 from mlcopilot.model import Finding, Incident, ModelReport, plain_json
 from mlcopilot.redact import redact
 from mlcopilot.report.summary import ScanSummary, gate_lines, summary_dict, summary_lines
@@ -269,6 +270,12 @@ def _markdown_model(model: ModelReport) -> list[str]:
             f"- {md_code(urn, _URN_LIMIT)}: {md_text('; '.join(reasons), _TEXT_LIMIT)}"
             for urn, reasons in sorted(model.unknown.items())
         ]
+    if model.profiles is not None and model.profiles.datasets:
+        headline, todo = readiness_parts(model.profiles, short_name)
+        lines += ["", f"Profiles (for profile drift): {md_text(headline, _TEXT_LIMIT)}."]
+        if todo:
+            lines += ["", "To profile, in their ingestion recipes:", ""]
+            lines += [f"- {md_text(line, _TEXT_LIMIT)}" for line in todo]
     lines.append("")
     return lines
 

@@ -25,10 +25,11 @@ from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.incidents.payload import NotifyPolicy, NotifyRequest, PlannedRow, Sink
 from mlcopilot.incidents.writeback import plan_writeback
 from mlcopilot.lineage.columns import column_usage
-from mlcopilot.lineage.coverage import coverage_gaps
+from mlcopilot.lineage.coverage import coverage_gaps, profile_readiness
 from mlcopilot.model import (
     UNKNOWN_USAGE,
     Baseline,
+    DatasetProfile,
     EntityType,
     Finding,
     Incident,
@@ -36,6 +37,7 @@ from mlcopilot.model import (
     Lineage,
     ModelReport,
     Node,
+    ProfileBaseline,
     Schema,
     Urn,
     Write,
@@ -73,6 +75,25 @@ class BatchedHistory(Protocol):
         self, requests: Iterable[tuple[Urn, datetime]]
     ) -> dict[tuple[Urn, datetime], Schema | None]:
         """:meth:`~mlcopilot.protocols.Catalog.schema_as_of` of each (urn, time), in batches."""
+        ...
+
+
+@runtime_checkable
+class ProfileHistory(Protocol):
+    """A catalog that reads a dataset's past ``datasetProfile`` s (optional).
+
+    Without it, a dataset's first profile baseline is the profile current when a scan first
+    reads it.
+    """
+
+    def profiles_before(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], DatasetProfile | None]:
+        """For each (dataset, time): its newest profile taken at or before then, else None."""
+        ...
+
+    def oldest_profiles(self, urns: Sequence[Urn]) -> dict[Urn, DatasetProfile | None]:
+        """Each dataset's oldest profile DataHub holds, by ``timestampMillis``."""
         ...
 
 
@@ -270,12 +291,23 @@ def _scan(
         lineages.append(catalog.lineage(model, options.limits))
     # Every model's baselines at once: a dataset many models share has its history read once.
     known = _baselines(catalog, store, lineages, options.now)
+    profiles_read = _reads_profiles(checks)
+    profiled = (
+        _profile_baselines(catalog, store, lineages, options.now)
+        if profiles_read
+        else {lineage.root: ({}, []) for lineage in lineages}
+    )
+    profile_baselines: list[ProfileBaseline] = []
     for lineage in lineages:
         model_known, model_baselines = known[lineage.root]
-        report, missed = _scan_model(checks, lineage, model_known, options.now)
+        model_profiles, new_profiles = profiled[lineage.root]
+        report, missed = _scan_model(
+            checks, lineage, model_known, options.now, model_profiles if profiles_read else None
+        )
         reports.append(report)
         baselines.extend(model_baselines)
-        evaluated.add(lineage, missed)
+        profile_baselines.extend(new_profiles)
+        evaluated.add(lineage, missed.checks, missed.fields)
     if progress is not None:
         progress(len(models), len(models), "")
 
@@ -297,6 +329,7 @@ def _scan(
             findings,
             evaluated=evaluated.covers,
             now=options.now,
+            undecided=evaluated.undecided,
         )
         after = _after(previous, changes)
         everything = _after(stored, changes)
@@ -334,6 +367,7 @@ def _scan(
                 findings=len(findings),
                 baselines=baselines,
                 notify=request,
+                profile_baselines=profile_baselines,
             )
             break
         except StoreConflict:
@@ -481,8 +515,13 @@ def _scan_model(
     lineage: Lineage,
     known: Mapping[Urn, Baseline],
     now: datetime,
-) -> tuple[ModelReport, set[tuple[str, Urn]]]:
-    """The model's report, and the (check, node) pairs that were not evaluated."""
+    profiles: Mapping[Urn, ProfileBaseline] | None = None,
+) -> tuple[ModelReport, _Missed]:
+    """The model's report, and what was not evaluated in it.
+
+    ``profiles``: the profile baselines, when a check reads profiles (None: none does; the
+    report then says nothing of profiles).
+    """
     model = lineage.nodes[lineage.root]
     # Usage is judged on the baseline's columns too: drift asks about removed and renamed ones.
     usage = column_usage(lineage, {urn: b.schema for urn, b in known.items()})
@@ -490,6 +529,7 @@ def _scan_model(
     unknown: dict[Urn, list[str]] = {}
     errors: list[str] = []
     missed: set[tuple[str, Urn]] = set()
+    undecided: set[tuple[str, Urn, str | None]] = set()
     for urn, node in lineage.nodes.items():
         if urn == lineage.root:
             continue
@@ -500,6 +540,7 @@ def _scan_model(
             now=now,
             usage=usage.get(urn, UNKNOWN_USAGE),
             baseline=baseline.schema if baseline is not None else None,
+            profile_baseline=(profiles or {}).get(urn),
         )
         for check in checks:
             try:
@@ -509,6 +550,7 @@ def _scan_model(
                 missed.add((check.name, urn))
                 continue
             findings.extend(outcome.findings)
+            undecided.update((check.name, urn, field) for field in outcome.undecided)
             if outcome.unknown is not None:
                 unknown.setdefault(urn, []).append(f"{check.name}: {outcome.unknown}")
                 missed.add((check.name, urn))
@@ -519,8 +561,27 @@ def _scan_model(
         unknown={u: tuple(r) for u, r in unknown.items()},
         errors=tuple(errors),
         gaps=coverage_gaps(lineage),
+        profiles=profile_readiness(lineage, usage) if profiles is not None else None,
     )
-    return report, missed
+    return report, _Missed(missed, undecided)
+
+
+def _reads_profiles(checks: Sequence[Check]) -> bool:
+    """Whether a check compares DataHub profiles (its ``reads_profiles`` is True).
+
+    Only then does the scan choose profile baselines and work out profile readiness.
+    """
+    return any(getattr(check, "reads_profiles", False) is True for check in checks)
+
+
+@dataclass(frozen=True, slots=True)
+class _Missed:
+    """What one model's scan did not evaluate."""
+
+    checks: set[tuple[str, Urn]]
+    """(check, node) pairs that were not evaluated (unknown or crashed)."""
+    fields: set[tuple[str, Urn, str | None]]
+    """(check, node, field) a check that decided at the node still could not decide."""
 
 
 class _Evaluated:
@@ -535,11 +596,22 @@ class _Evaluated:
         self._checks = checks
         self._nodes: dict[Urn, Mapping[Urn, Node]] = {}
         self._missed: dict[Urn, set[tuple[str, Urn]]] = {}
+        self._undecided: dict[Urn, set[tuple[str, Urn, str | None]]] = {}
 
-    def add(self, lineage: Lineage, missed: set[tuple[str, Urn]]) -> None:
-        """Record one model's walk and what was not evaluated in it."""
+    def add(
+        self,
+        lineage: Lineage,
+        missed: set[tuple[str, Urn]],
+        undecided: set[tuple[str, Urn, str | None]] | None = None,
+    ) -> None:
+        """Record one model's walk, what was not evaluated in it and the undecided fields."""
         self._nodes[lineage.root] = lineage.nodes
         self._missed[lineage.root] = missed
+        self._undecided[lineage.root] = undecided or set()
+
+    def undecided(self, model: Urn, check: str, entity: Urn, field: str | None) -> bool:
+        """True when ``check`` decided at ``entity`` for ``model`` but not on ``field``."""
+        return (check, entity, field) in self._undecided.get(model, set())
 
     def covers(self, model: Urn, check: str, entity: Urn) -> bool:
         """True when ``check`` was evaluated at ``entity`` for ``model``."""
@@ -602,6 +674,71 @@ def _baselines(
     return result
 
 
+def _profile_baselines(
+    catalog: Catalog, store: StateStore, lineages: Sequence[Lineage], now: datetime
+) -> dict[Urn, tuple[dict[Urn, ProfileBaseline], list[ProfileBaseline]]]:
+    """Per model: the profile each profiled upstream dataset is compared with, and the new ones.
+
+    As for schemas, what is stored comes first. A dataset with a profile and no stored
+    baseline gets one: the newest profile taken at or before the model's training time, else
+    (none by then, or no training time) the oldest profile DataHub holds. The store and the
+    catalog are each read once for all models, in batches.
+    """
+    all_stored = store.profile_baselines_of([lineage.root for lineage in lineages])
+    known: dict[Urn, dict[Urn, ProfileBaseline]] = {}
+    missing: dict[Urn, list[Node]] = {}
+    wanted: list[tuple[Urn, datetime]] = []
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        stored = {b.dataset: b for b in all_stored[model.urn]}
+        profiled = [
+            node
+            for urn, node in lineage.nodes.items()
+            if urn != lineage.root
+            and node.entity_type is EntityType.DATASET
+            and node.profile is not None
+        ]
+        # A stored baseline counts even when DataHub holds no profile now (the check says so).
+        known[model.urn] = {urn: b for urn, b in stored.items() if urn in lineage.nodes}
+        missing[model.urn] = [n for n in profiled if n.urn not in stored]
+        if model.trained_at is not None:
+            wanted += [(n.urn, model.trained_at) for n in missing[model.urn]]
+    before: Mapping[tuple[Urn, datetime], DatasetProfile | None] = {}
+    oldest: Mapping[Urn, DatasetProfile | None] = {}
+    if isinstance(catalog, ProfileHistory):
+        if wanted:
+            before = catalog.profiles_before(dict.fromkeys(wanted))
+        first_seen = {
+            node.urn
+            for lineage in lineages
+            for node in missing[lineage.root]
+            if _at_training(before, node.urn, lineage.nodes[lineage.root].trained_at) is None
+        }
+        if first_seen:
+            oldest = catalog.oldest_profiles(sorted(first_seen))
+    result: dict[Urn, tuple[dict[Urn, ProfileBaseline], list[ProfileBaseline]]] = {}
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        new: list[ProfileBaseline] = []
+        for node in missing[model.urn]:
+            assert node.profile is not None
+            at_training = _at_training(before, node.urn, model.trained_at)
+            if at_training is not None:
+                new.append(ProfileBaseline(model.urn, node.urn, at_training, "history", now))
+            else:
+                seen = oldest.get(node.urn) or node.profile
+                new.append(ProfileBaseline(model.urn, node.urn, seen, "first_scan", now))
+        known[model.urn].update((b.dataset, b) for b in new)
+        result[model.urn] = (known[model.urn], new)
+    return result
+
+
+def _at_training(
+    found: Mapping[tuple[Urn, datetime], DatasetProfile | None], urn: Urn, when: datetime | None
+) -> DatasetProfile | None:
+    return found.get((urn, when)) if when is not None else None
+
+
 def _history(
     catalog: Catalog, wanted: Sequence[tuple[Urn, datetime]]
 ) -> Mapping[tuple[Urn, datetime], Schema | None]:
@@ -641,16 +778,37 @@ def accept_baselines(
     now: datetime,
     limits: WalkLimits | None = None,
 ) -> list[Baseline]:
-    """Make the current schema of every upstream dataset of ``model`` its accepted baseline.
+    """Make the current schema and profile of every upstream dataset of ``model`` its baseline.
 
-    Drift reported against the old baseline clears on the next scan.
+    Drift reported against the old baselines (schema and profile drift) clears on the next
+    scan. Returns the schema baselines; :func:`accept_all_baselines` also returns the
+    profile ones.
     """
+    return accept_all_baselines(catalog, store, model, now=now, limits=limits)[0]
+
+
+def accept_all_baselines(
+    catalog: Catalog,
+    store: StateStore,
+    model: Urn,
+    *,
+    now: datetime,
+    limits: WalkLimits | None = None,
+) -> tuple[list[Baseline], list[ProfileBaseline]]:
+    """:func:`accept_baselines`, returning the accepted schemas and the accepted profiles."""
     _models_to_scan(catalog, [model])
     lineage = catalog.lineage(model, limits or WalkLimits())
+    datasets = [n for n in lineage.nodes.values() if n.entity_type is EntityType.DATASET]
     accepted = [
         Baseline(model, node.urn, node.schema, "accepted", now)
-        for node in lineage.nodes.values()
-        if node.entity_type is EntityType.DATASET and node.schema is not None
+        for node in datasets
+        if node.schema is not None
+    ]
+    profiles = [
+        ProfileBaseline(model, node.urn, node.profile, "accepted", now)
+        for node in datasets
+        if node.profile is not None
     ]
     store.save_baselines(accepted)
-    return accepted
+    store.save_profile_baselines(profiles)
+    return accepted, profiles

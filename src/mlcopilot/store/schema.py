@@ -87,6 +87,19 @@ baselines = Table(
     CheckConstraint("source IN ('history', 'first_scan', 'accepted')", name="source"),
 )
 
+profile_baselines = Table(
+    "profile_baselines",
+    metadata,
+    Column("model", Text, nullable=False),
+    Column("dataset", Text, nullable=False),
+    Column("profile", JSON, nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("captured_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("model", "dataset"),
+    CheckConstraint("source IN ('history', 'first_scan', 'accepted')", name="source"),
+)
+"""The ``datasetProfile`` (its own JSON) each model's upstream dataset is compared with."""
+
 scan_runs = Table(
     "scan_runs",
     metadata,

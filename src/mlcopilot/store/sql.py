@@ -65,12 +65,15 @@ from mlcopilot.model import (
     OutboxItem,
     OutboxStatus,
     PlannedRow,
+    ProfileBaseline,
     RecordedScan,
     Schema,
     SinkName,
     SinkRef,
     Urn,
     WatchedGroup,
+    profile_from_json,
+    profile_to_json,
 )
 from mlcopilot.protocols import ClosedOnExit, RescanRequest
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
@@ -225,6 +228,24 @@ class SqlStore(ClosedOnExit):
         with self._write("saving baselines") as conn:
             _upsert_baselines(conn, baselines)
 
+    def profile_baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[ProfileBaseline]]:
+        """Every stored profile baseline of each of ``models`` (every one a key), by dataset."""
+        p = t.profile_baselines
+        found: dict[Urn, list[ProfileBaseline]] = {model: [] for model in models}
+        with self._read("reading profile baselines") as conn:
+            for chunk in chunks(list(found)):
+                query = select(p).where(p.c.model.in_(chunk)).order_by(p.c.model, p.c.dataset)
+                for row in conn.execute(query):
+                    found[row.model].append(_profile_baseline_from(row))
+        return found
+
+    def save_profile_baselines(self, baselines: Sequence[ProfileBaseline]) -> None:
+        """Insert or replace profile baselines, one per model and dataset (the last one wins)."""
+        if not baselines:
+            return
+        with self._write("saving profile baselines") as conn:
+            _upsert_profile_baselines(conn, baselines)
+
     # --- incidents
 
     def incidents(
@@ -292,6 +313,7 @@ class SqlStore(ClosedOnExit):
         finished_at: datetime | None = None,
         baselines: Sequence[Baseline] = (),
         notify: NotifyRequest | None = None,
+        profile_baselines: Sequence[ProfileBaseline] = (),
     ) -> RecordedScan:
         """Store a scan run and its incident changes in one transaction: all or nothing.
 
@@ -308,6 +330,7 @@ class SqlStore(ClosedOnExit):
             findings: How many findings the scan produced.
             finished_at: When the scan finished; defaults to the current time.
             baselines: Baselines to save in the same transaction (see :meth:`save_baselines`).
+            profile_baselines: Profile baselines to save in the same transaction.
             notify: The notifications to plan in the same transaction: the outbox rows for
                 the DataHub write-back and for every notification group the changes touch.
 
@@ -336,6 +359,7 @@ class SqlStore(ClosedOnExit):
         i = t.incidents
         with self._write("recording the scan") as conn:
             _upsert_baselines(conn, baselines)
+            _upsert_profile_baselines(conn, profile_baselines)
             key = conn.execute(insert(t.scan_runs), run).inserted_primary_key
             assert key is not None  # both engines report autoincrement keys
             run_id = int(key[0])
@@ -1001,6 +1025,51 @@ def _baseline_from(row: Row[Any]) -> Baseline:
         source=m["source"],
         captured_at=m["captured_at"],
     )
+
+
+def _profile_baseline_from(row: Row[Any]) -> ProfileBaseline:
+    m = row._mapping
+    raw = m["profile"]
+    profile = profile_from_json(raw) if isinstance(raw, Mapping) else None
+    if profile is None:
+        raise StoreError(
+            f"the stored profile baseline of {m['dataset']} for {m['model']} is unreadable "
+            "(no timestampMillis); accept a new one with `mlcopilot baseline accept`"
+        )
+    return ProfileBaseline(
+        model=m["model"],
+        dataset=m["dataset"],
+        profile=profile,
+        source=m["source"],
+        captured_at=m["captured_at"],
+    )
+
+
+def _upsert_profile_baselines(conn: Connection, baselines: Sequence[ProfileBaseline]) -> None:
+    rows: dict[tuple[Urn, Urn], dict[str, Any]] = {}
+    for b in baselines:
+        _require_aware("captured_at", b.captured_at)
+        rows[(b.model, b.dataset)] = {
+            "model": b.model,
+            "dataset": b.dataset,
+            "profile": profile_to_json(b.profile),
+            "source": b.source,
+            "captured_at": b.captured_at,
+        }
+    if not rows:
+        return
+    table = t.profile_baselines
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(table)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[table.c.model, table.c.dataset],
+        set_={
+            "profile": stmt.excluded.profile,
+            "source": stmt.excluded.source,
+            "captured_at": stmt.excluded.captured_at,
+        },
+    )
+    conn.execute(stmt, list(rows.values()))
 
 
 def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:

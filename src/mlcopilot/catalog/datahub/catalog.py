@@ -53,6 +53,7 @@ from mlcopilot.lineage.downstream import downstream_models_of
 from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
     AssertionState,
+    DatasetProfile,
     Edge,
     IncidentSignal,
     Lineage,
@@ -203,6 +204,8 @@ class _Bundle:
     """Its active incidents as ``incidentInfo`` JSON (datasets and jobs); None: not read."""
     updates: list[int] | None = None
     """A dataset's recent updates (epoch ms) from its ``operations``; None: not read."""
+    profile: ax.JsonObject | None = None
+    """A dataset's newest ``datasetProfile`` (GraphQL's shape, the aspect's names)."""
 
     upstream: list[Edge] | None = None
     """Its edges once worked out (the walk asks for them more than once)."""
@@ -286,6 +289,8 @@ class DataHubCatalog(ClosedOnExit):
         self._cache: dict[Urn, _Bundle] = {}
         self._nodes: dict[Urn, Node] = {}
         self._versions: dict[tuple[Urn, str, int], _Version | None] = {}
+        self._profiles: dict[tuple[Urn, int], DatasetProfile | None] = {}
+        """Profiles read as of a time (epoch ms), for the rest of this scan."""
         self._scrolled: dict[tuple[Urn, tuple[str, ...]], list[Urn]] = {}
         self._readers: dict[Urn, list[Urn]] = {}
         """Who names each urn upstream (incoming :data:`~queries.READERS`); once per walk."""
@@ -499,6 +504,65 @@ class DataHubCatalog(ClosedOnExit):
                 result[key] = ax.schema_from_aspects(aspects)
         return result
 
+    def profiles_before(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], DatasetProfile | None]:
+        """For each (dataset, time): its newest profile taken at or before then, else None.
+
+        One GraphQL ``datasetProfiles(endTimeMillis: time, limit: 1)`` per dataset, in
+        ``entities`` batches, one batch series per distinct time (a scan asks at each model's
+        training time, and only for datasets with no stored baseline): one profile read per
+        dataset and time, never the history.
+        """
+        wanted = list(dict.fromkeys(requests))
+        by_end: dict[int, list[Urn]] = {}
+        for urn, when in wanted:
+            end = ax.datetime_to_ms(when)
+            if end > 0 and urn_type(urn) == "dataset" and (urn, end) not in self._profiles:
+                by_end.setdefault(end, []).append(urn)
+        tasks = [
+            _bind(self._profiles_batch, chunk, end)
+            for end, urns in by_end.items()
+            for chunk in _chunks(list(dict.fromkeys(urns)), self._batch_size)
+        ]
+        for found in self._run(tasks):
+            self._profiles.update(found)
+        return {
+            (urn, when): self._profiles.get((urn, ax.datetime_to_ms(when))) for urn, when in wanted
+        }
+
+    def oldest_profiles(self, urns: Sequence[Urn]) -> dict[Urn, DatasetProfile | None]:
+        """Each dataset's oldest profile: Rest.li timeseries, sorted ascending, one event each.
+
+        GraphQL's ``datasetProfiles`` only answers newest first, so a dataset's first profile
+        would need its whole history; the Rest.li action sorts by ``timestampMillis`` either
+        way. One request per dataset, concurrently (only datasets with no profile by their
+        model's training time, on the first scan that reads them).
+        """
+        wanted = [u for u in dict.fromkeys(urns) if urn_type(u) == "dataset"]
+        found = self._run([_bind(self._oldest_profile, urn) for urn in wanted])
+        oldest = dict(zip(wanted, found, strict=True))
+        return {urn: oldest.get(urn) for urn in urns}
+
+    def _profiles_batch(
+        self, urns: Sequence[Urn], end: int
+    ) -> dict[tuple[Urn, int], DatasetProfile | None]:
+        data = self._client.graphql(
+            "mlcopilotProfilesBefore", q.PROFILES_BEFORE, {"urns": list(urns), "end": end}
+        )
+        found: dict[tuple[Urn, int], DatasetProfile | None] = dict.fromkeys(
+            ((u, end) for u in urns), None
+        )
+        for entity in data.get("entities") or []:
+            if isinstance(entity, Mapping) and isinstance(entity.get("urn"), str):
+                raw = _first_profile(entity.get("datasetProfiles"))
+                found[(entity["urn"], end)] = ax.dataset_profile(raw)
+        return found
+
+    def _oldest_profile(self, urn: Urn) -> DatasetProfile | None:
+        events = self._client.timeseries(urn, ax.PROFILE_ASPECT, limit=1, oldest_first=True)
+        return ax.dataset_profile(events[0]) if events else None
+
     def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
         """Make DataHub hold ``writes``; return those that changed something.
 
@@ -691,6 +755,7 @@ class DataHubCatalog(ClosedOnExit):
                 bundle.aspects["operation"] = operation
             if "operations" in entity:
                 bundle.updates = _update_stamps(entity.get("operations"))
+            bundle.profile = _first_profile(entity.get("datasetProfiles"))
             bundle.producers = self._related(urn, entity.get("producers"), q.PRODUCES)
             bundle.tables = self._related(urn, entity.get("tables"), q.CONTAINS)
             if "assertions" in entity:
@@ -1082,6 +1147,8 @@ def _merge(into: _Bundle, part: _Bundle) -> None:
         into.incidents = [*(into.incidents or []), *part.incidents]
     if part.updates is not None:
         into.updates = [*(into.updates or []), *part.updates]
+    if part.profile is not None:
+        into.profile = part.profile
 
 
 def _raw_aspects(urn: Urn, raw: object) -> dict[str, ax.JsonObject]:
@@ -1109,6 +1176,13 @@ def _operation(raw: object) -> ax.JsonObject | None:
         return None
     keys = ("timestampMillis", "lastUpdatedTimestamp", "operationType", "customOperationType")
     return {k: latest[k] for k in keys if latest.get(k) is not None}
+
+
+def _first_profile(raw: object) -> ax.JsonObject | None:
+    """The first (newest) profile of a GraphQL ``datasetProfiles`` answer, if any."""
+    if isinstance(raw, list) and raw and isinstance(raw[0], dict):
+        return raw[0]
+    return None
 
 
 def _update_stamps(raw: object) -> list[int]:
@@ -1239,6 +1313,7 @@ def _node(urn: Urn, bundle: _Bundle, related: Mapping[Urn, ax.Aspects]) -> Node:
             related=related,
             assertions=_assertion_states(urn, bundle.assertions),
             incidents=_incident_signals(bundle.incidents),
+            profile=bundle.profile,
         )
     except ax.TranslationError as exc:
         raise CatalogError(f"DataHub's metadata for {urn} does not fit its model: {exc}") from exc

@@ -177,6 +177,55 @@ class GmsClient:
         )
         return body if isinstance(body, dict) else {}
 
+    def timeseries(
+        self,
+        urn: str,
+        aspect: str,
+        *,
+        limit: int,
+        oldest_first: bool = False,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> list[Json]:
+        """Events of a timeseries aspect of ``urn`` (Rest.li ``getTimeseriesAspectValues``).
+
+        Newest ``timestampMillis`` first, or oldest first: the action's ``sort``, which
+        GraphQL's timeseries fields do not offer. At most ``limit`` events, within
+        ``[start, end]`` (epoch ms) when given. Each event is the aspect's JSON.
+        """
+        body: dict[str, Any] = {
+            "urn": urn,
+            "entity": urn.split(":", 3)[2],
+            "aspect": aspect,
+            "limit": limit,
+        }
+        if start is not None:
+            body["startTimeMillis"] = start
+        if end is not None:
+            body["endTimeMillis"] = end
+        if oldest_first:
+            body["sort"] = {"field": "timestampMillis", "order": "ASCENDING"}
+        answer = self._request(
+            "POST",
+            "/aspects",
+            operation=f"timeseries {aspect}",
+            params={"action": "getTimeseriesAspectValues"},
+            json_body=body,
+        )
+        values = (
+            ((answer or {}).get("value") or {}).get("values") if isinstance(answer, dict) else None
+        )
+        events: list[Json] = []
+        for value in values if isinstance(values, list) else []:
+            raw = (value.get("aspect") or {}).get("value") if isinstance(value, dict) else None
+            try:
+                event = json.loads(raw) if isinstance(raw, str) else None
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                events.append(event)
+        return events
+
     def emit(
         self, mcps: Sequence[MetadataChangeProposalWrapper | MetadataChangeProposalClass]
     ) -> None:

@@ -85,6 +85,16 @@ _OPERATIONS = (
     "operationType customOperationType }"
 )
 
+_PROFILE = (
+    # What profile drift compares: no samples, histograms or value frequencies (large, and
+    # not used), the statistics as DataHub writes them.
+    "timestampMillis rowCount columnCount sizeInBytes fieldProfiles { fieldPath uniqueCount "
+    "uniqueProportion nullCount nullProportion min max mean median stdev "
+    "quantiles { quantile value } }"
+)
+_PROFILES = f"datasetProfiles(limit: 1) {{ {_PROFILE} }}"
+"""A dataset's newest profile (GMS sorts timeseries by ``timestampMillis``, newest first)."""
+
 _ASSERTION = (
     # Raw assertionInfo, as for every other entity: one translation for all backends, and
     # every shape (dbt's CUSTOM assertions, field assertions) without a typed selection each.
@@ -121,7 +131,9 @@ query mlcopilotEntities(
   entities(urns: $urns) {{
     urn
     type
-    ... on Dataset {{ {_RAW} {_OPERATIONS} {_PRODUCERS} {_ASSERTIONS} {_INCIDENTS} }}
+    ... on Dataset {{
+      {_RAW} {_OPERATIONS} {_PROFILES} {_PRODUCERS} {_ASSERTIONS} {_INCIDENTS}
+    }}
     ... on MLModel {{ {_RAW} {_PRODUCERS} }}
     ... on MLFeature {{ {_RAW} {_TABLES} }}
     ... on MLModelGroup {{ {_RAW} }}
@@ -133,9 +145,21 @@ query mlcopilotEntities(
   }}
 }}
 {_RELATED}"""
-"""One batch of entities: raw aspects, the recent operations, who writes or contains them,
-and DataHub's quality signals: a dataset's assertions with their latest runs, and the active
-incidents on a dataset or job (GraphQL has neither on the ML types)."""
+"""One batch of entities: raw aspects, the recent operations, a dataset's newest profile, who
+writes or contains them, and DataHub's quality signals: a dataset's assertions with their
+latest runs, and the active incidents on a dataset or job (GraphQL has neither on the ML
+types)."""
+
+PROFILES_BEFORE = f"""
+query mlcopilotProfilesBefore($urns: [String!]!, $end: Long!) {{
+  entities(urns: $urns) {{
+    urn
+    ... on Dataset {{ datasetProfiles(endTimeMillis: $end, limit: 1) {{ {_PROFILE} }} }}
+  }}
+}}
+"""
+"""Of a batch of datasets: each one's newest profile taken at or before ``end`` (a model's
+training time), one profile per dataset whatever its history holds."""
 
 ASSERTIONS = f"""
 query mlcopilotAssertions($urn: String!, $assertionStart: Int!) {{
@@ -232,6 +256,7 @@ DOCUMENTS: dict[str, str] = {
     "mlcopilotDownstream": DOWNSTREAM,
     "mlcopilotAssertions": ASSERTIONS,
     "mlcopilotIncidents": INCIDENTS,
+    "mlcopilotProfilesBefore": PROFILES_BEFORE,
     "mlcopilotLineage": LINEAGE,
     "mlcopilotSearch": SEARCH,
     "mlcopilotMe": ME,

@@ -78,6 +78,7 @@ from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.lineage.downstream import downstream_models_of
 from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
+    DatasetProfile,
     DocumentWrite,
     Edge,
     Lineage,
@@ -319,6 +320,19 @@ class McpCatalog(ClosedOnExit):
     ) -> dict[tuple[Urn, datetime], Schema | None]:
         """Training-time schemas of many datasets in batched SDK rounds (module docstring)."""
         return self._sdk.schemas_at(requests)
+
+    def profiles_before(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], DatasetProfile | None]:
+        """Profiles as of the models' training times: SDK batches (no MCP tool reads profiles).
+
+        See :meth:`mlcopilot.catalog.datahub.catalog.DataHubCatalog.profiles_before`.
+        """
+        return self._sdk.profiles_before(requests)
+
+    def oldest_profiles(self, urns: Sequence[Urn]) -> dict[Urn, DatasetProfile | None]:
+        """Each dataset's oldest profile, through the SDK (Rest.li timeseries, oldest first)."""
+        return self._sdk.oldest_profiles(urns)
 
     def schema_as_of(self, urn: Urn, when: datetime) -> Schema | None:
         """The schema of the newest version written before ``when``; None if history lacks it.

@@ -25,6 +25,7 @@ from rich.text import Text
 
 from mlcopilot.cli.display import DISPLAY, UNWRAPPED
 from mlcopilot.incidents.payload import OutboxItem, OutboxStatus, PlannedRow, decode_notification
+from mlcopilot.lineage.coverage import readiness_parts
 from mlcopilot.model import (
     DocumentWrite,
     Incident,
@@ -274,6 +275,11 @@ def _print_model(
         console.print(f"  [yellow]gap:[/] {safe(name(gap.entity))}: {safe(gap.reason)}")
     for urn, reasons in sorted(report.unknown.items()):
         console.print(f"  [dim]unknown: {safe(name(urn))}: {safe('; '.join(reasons))}[/]")
+    if report.profiles is not None and report.profiles.datasets:
+        headline, todo = readiness_parts(report.profiles, name)
+        console.print(f"  [dim]profiles: {safe(headline)}[/]")
+        for line in todo:
+            console.print(f"  [dim]  {safe(line)}[/]")
 
 
 def print_notifications(rows: Sequence[PlannedRow], console: Console, *, dry_run: bool) -> None:
