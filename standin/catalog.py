@@ -1,18 +1,21 @@
-"""Request-scoped reads: aspects cached per urn for one request, plus urn/type helpers."""
+"""Request-scoped reads: aspects cached per urn for one request, plus urn/type helpers.
+
+The reader holds urns and aspect JSON only: the GraphQL objects built over it live in
+:mod:`standin.entities`, and what it reads from is any :class:`Source` (the stand-in's
+:class:`standin.backend.Backend`, which hands out one ``Catalog`` per request).
+"""
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from datahub.metadata.urns import Urn
 
 from standin.edges import entity_type
-from standin.store import AspectRow
-
-if TYPE_CHECKING:
-    from standin.backend import Backend
-    from standin.entities import Node
+from standin.index import EdgeIndex
+from standin.store import AspectRow, LiteStore
 
 # entity type (as in urns) -> (GraphQL __typename, EntityType enum value)
 TYPES: dict[str, tuple[str, str]] = {
@@ -78,6 +81,11 @@ SEARCHABLE = (
 )
 
 
+def modelled(urn: str) -> bool:
+    """Whether GraphQL maps ``urn``'s entity type (GMS resolves other urns to null)."""
+    return entity_type(urn) in TYPES
+
+
 def type_enum(urn: str) -> str:
     return TYPES.get(entity_type(urn), ("", "OTHER"))[1]
 
@@ -108,10 +116,28 @@ def key_aspect_name(urn: str) -> str | None:
     return name
 
 
+class Source(Protocol):
+    """What a :class:`Catalog` reads from and writes through."""
+
+    @property
+    def store(self) -> LiteStore: ...
+
+    @property
+    def index(self) -> EdgeIndex: ...
+
+    @property
+    def max_relations(self) -> int: ...
+
+    @property
+    def partial_lineage(self) -> bool: ...
+
+    def write(self, items: Iterable[Any]) -> list[tuple[str, str]]: ...
+
+
 class Catalog:
     """What one request sees: Lite rows through a per-request cache, and the edge index."""
 
-    def __init__(self, backend: Backend, actor: str) -> None:
+    def __init__(self, backend: Source, actor: str) -> None:
         self.backend = backend
         self.index = backend.index
         self.actor = actor
@@ -128,16 +154,6 @@ class Catalog:
 
     def exists(self, urn: str) -> bool:
         return self.index.exists(urn)
-
-    def ref(self, urn: str | None) -> Node | None:
-        """An entity object for any urn of a GraphQL-mapped type, existing or not."""
-        from standin.entities import build  # entities imports this module
-
-        return build(self, urn) if urn else None
-
-    def entity(self, urn: str) -> Node | None:
-        """The entity if it exists (GMS batch loaders return null for missing urns)."""
-        return self.ref(urn) if self.exists(urn) else None
 
     def write(self, mcps: list[Any]) -> None:
         """Write through the backend and forget what this request cached for those urns."""

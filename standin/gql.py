@@ -1,7 +1,8 @@
 """``POST /api/graphql``: graphql-core executes requests against DataHub's real SDL.
 
 graphql-core does parsing, validation, fragments, variables, abstract types and
-introspection. This module adds the root resolvers, a field resolver that fills missing
+introspection. This module adds the root resolvers, a field resolver that makes entity
+objects of the urns entity-typed fields give (:func:`standin.entities.ref`) and fills missing
 non-null fields with defaults (so 1,800-line client queries succeed on partly mapped
 entities), and errors worded and classified the way graphql-java/GMS words them.
 """
@@ -30,13 +31,16 @@ from graphql import (
     Visitor,
     default_field_resolver,
     execute,
+    get_named_type,
+    is_composite_type,
     parse,
     validate,
     visit,
 )
 
-from standin import lineage, mutations, search
+from standin import lineage, mutations, search, timeline
 from standin.catalog import Catalog
+from standin.entities import entity, ref
 from standin.index import LineageLimitError
 
 log = logging.getLogger(__name__)
@@ -179,10 +183,21 @@ def _synthesize(type_: Any) -> Any:
     return None  # interfaces and unions cannot be invented
 
 
+def _objects(ctx: Catalog, value: Any) -> Any:
+    """Urns (in lists, too) → entity objects; anything else unchanged."""
+    if isinstance(value, str):
+        return ref(ctx, value)
+    if isinstance(value, list):
+        return [_objects(ctx, v) for v in value]
+    return value
+
+
 def _resolve_field(source: Any, info: Any, **args: Any) -> Any:
     if isinstance(source, Root):
         return source.resolve(info, args)
     value = default_field_resolver(source, info, **args)
+    if isinstance(value, (str, list)) and is_composite_type(get_named_type(info.return_type)):
+        value = _objects(info.context, value)  # an entity-typed field gives the urn
     if value is None and isinstance(info.return_type, GraphQLNonNull):
         return _synthesize(info.return_type)
     return value
@@ -213,25 +228,25 @@ class Root:
             return method(**args)
         field = info.parent_type.fields[name]
         if list(field.args) == ["urn"] and isinstance(field.type, GraphQLObjectType):
-            return self.ctx.entity(args["urn"])  # dataset(urn), tag(urn), mlModel(urn), ...
+            return entity(self.ctx, args["urn"])  # dataset(urn), tag(urn), mlModel(urn), ...
         raise DataHubError(f"{name} is not implemented by the DataHub stand-in", 501)
 
     def q_me(self) -> Json:
         privileges = self.schema.type_map["PlatformPrivileges"]
         assert isinstance(privileges, GraphQLObjectType)
         return {
-            "corpUser": self.ctx.ref(self.ctx.actor),
+            "corpUser": self.ctx.actor,
             "platformPrivileges": dict.fromkeys(privileges.fields, True),
         }
 
     def q_entity(self, urn: str) -> Any:
-        return self.ctx.entity(urn)
+        return entity(self.ctx, urn)
 
     def q_entityExists(self, urn: str) -> bool:
         return self.ctx.exists(urn)
 
     def q_entities(self, urns: list[str], checkForExistence: bool | None = None) -> list[Any]:
-        return [self.ctx.entity(u) for u in urns]
+        return [entity(self.ctx, u) for u in urns]
 
     def q_searchAcrossLineage(self, input: Json) -> Json:
         return lineage.search_lineage(self.ctx, input, scroll=False)
@@ -252,8 +267,6 @@ class Root:
         return {"defaultView": None}
 
     def q_getTimeline(self, input: Json) -> Json:
-        from standin import timeline  # REST and GraphQL share the diffing
-
         return timeline.graphql_timeline(self.ctx, input)
 
 

@@ -1,6 +1,7 @@
 """Lineage and relationship queries: ``searchAcrossLineage``, ``scrollAcrossLineage``,
 ``Entity.lineage`` (one hop) and ``Entity.relationships``, following GMS's
-``LineageSearchService`` and ``EntityLineageResultResolver``.
+``LineageSearchService`` and ``EntityLineageResultResolver``. Results name entities by urn;
+:mod:`standin.gql` makes the GraphQL objects.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from standin import search
-from standin.catalog import Catalog, to_entity_type
+from standin.catalog import Catalog, modelled, to_entity_type
 from standin.edges import Edge, entity_type
 from standin.index import (
     DOWNSTREAM,
@@ -95,8 +96,8 @@ def _ignore_predicate(flags: Json) -> Any:
     return ignored
 
 
-def _path_objects(ctx: Catalog, paths: list[list[str]]) -> list[Json]:
-    return [{"path": [ctx.ref(u) for u in path]} for path in paths]
+def _path_objects(paths: list[list[str]]) -> list[Json]:
+    return [{"path": list(path)} for path in paths]
 
 
 def search_lineage(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
@@ -153,11 +154,11 @@ def search_lineage(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
             key=lambda h: h.urn,
         )
     start, end, next_id = search.page_bounds(input, len(hits), scroll=scroll)
-    page = [h for h in hits[start:end] if ctx.ref(h.urn) is not None]
+    page = [h for h in hits[start:end] if modelled(h.urn)]
     results = [
         {
-            "entity": ctx.ref(h.urn),
-            "paths": _path_objects(ctx, h.paths),
+            "entity": h.urn,
+            "paths": _path_objects(h.paths),
             "degree": h.degree,
             "degrees": h.degrees,
             "explored": h.explored,
@@ -219,12 +220,12 @@ def _facets(ctx: Catalog, hits: list[Hop], flags: Json) -> list[Json]:
 # --- one hop and generic relationships -------------------------------------------------------
 
 
-def _edge_times(ctx: Catalog, edge: Edge) -> Json:
+def _edge_times(edge: Edge) -> Json:
     return {
         "createdOn": edge.created_on,
-        "createdActor": ctx.ref(edge.created_actor),
+        "createdActor": edge.created_actor,
         "updatedOn": edge.updated_on,
-        "updatedActor": ctx.ref(edge.updated_actor),
+        "updatedActor": edge.updated_actor,
     }
 
 
@@ -236,7 +237,7 @@ def one_hop(ctx: Catalog, urn: str, input: Json) -> Json:
         kept = neighbours
     else:
         kept = [(o, e) for o, e in neighbours if ctx.exists(o) and not ctx.index.is_removed(o)]
-    kept = [(o, e) for o, e in kept if ctx.ref(o) is not None]
+    kept = [(o, e) for o, e in kept if modelled(o)]
     start = int(input.get("start") or 0)
     count = input.get("count")
     page = kept[start : start + (100 if count is None else int(count))]
@@ -248,11 +249,11 @@ def one_hop(ctx: Catalog, urn: str, input: Json) -> Json:
         "relationships": [
             {
                 "type": edge.rel,
-                "entity": ctx.ref(other),
+                "entity": other,
                 "degree": 1,
                 "isManual": None,
-                "paths": [{"path": [ctx.ref(urn), ctx.ref(other)]}],
-                **_edge_times(ctx, edge),
+                "paths": [{"path": [urn, other]}],
+                **_edge_times(edge),
             }
             for other, edge in page
         ],
@@ -277,7 +278,7 @@ def relationships(ctx: Catalog, urn: str, input: Json) -> Json:
             {
                 "type": edge.rel,
                 "direction": "OUTGOING" if outgoing else "INCOMING",
-                "entity": ctx.ref(other),
+                "entity": other,
                 "created": {"time": edge.created_on, "actor": edge.created_actor}
                 if edge.created_on
                 else None,

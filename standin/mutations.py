@@ -20,6 +20,7 @@ from datahub.emitter.serialization_helper import post_json_transform
 
 from standin.catalog import TYPES, Catalog
 from standin.edges import entity_type
+from standin.entities import entity, ref
 
 Json = dict[str, Any]
 
@@ -271,7 +272,7 @@ def _check_values(prop: str, definition: Json, asset: str, values: list[Json]) -
 
 
 def _asset_properties(ctx: Catalog, asset: str) -> Json | None:
-    node = ctx.ref(asset)
+    node = ref(ctx, asset)
     return node.structuredProperties(None) if node is not None else None
 
 
@@ -356,7 +357,7 @@ def m_createStructuredProperty(ctx: Catalog, input: Json) -> Any:
             (urn, "structuredPropertySettings", {**settings, "lastModified": _stamp(ctx)})
         )
     _write(ctx, writes)
-    return ctx.entity(urn)
+    return entity(ctx, urn)
 
 
 # --- incidents -------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Each entity gets a search document (field → values) computed from its aspects, and filters
 are evaluated the way Elasticsearch would on keyword fields. Ranking is not modelled: every
-match scores the same, so results come in urn order (GMS's tie-breaker).
+match scores the same, so results come in urn order (GMS's tie-breaker). Results name
+entities by urn; :mod:`standin.gql` makes the GraphQL objects.
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ def facets(ctx: Catalog, urns: list[str], search_flags: Json | None) -> list[Jso
             {
                 "value": value,
                 "count": count,
-                "entity": ctx.ref(value) if value.startswith("urn:li:") else None,
+                "entity": value if value.startswith("urn:li:") else None,
                 "displayName": None,
             }
             for value, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
@@ -287,8 +288,7 @@ def search_entities(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
     start, end, next_id = page_bounds(input, len(hits), scroll=scroll)
     page = hits[start:end]
     results: list[Json] = [
-        {"entity": ctx.ref(urn), "matchedFields": [], "insights": [], "extraProperties": []}
-        for urn in page
+        {"entity": urn, "matchedFields": [], "insights": [], "extraProperties": []} for urn in page
     ]
     body: Json = {
         "count": len(page),
@@ -351,7 +351,7 @@ def related_documents(ctx: Catalog, urn: str, input: Json) -> Json:
         "start": start,
         "count": len(page),
         "total": len(kept),
-        "documents": [ctx.ref(d) for d in page],
+        "documents": page,
         "facets": [],
     }
 
@@ -386,5 +386,5 @@ def incidents_on(ctx: Catalog, urn: str, args: Json) -> Json:
         "start": start,
         "count": len(page),
         "total": len(ordered),
-        "incidents": [ctx.ref(u) for u in page],
+        "incidents": page,
     }

@@ -1,4 +1,9 @@
-"""GraphQL entity objects built from Lite aspects, one class per DataHub entity type."""
+"""GraphQL entity objects built from Lite aspects, one class per DataHub entity type.
+
+Entity objects and the query modules under them (:mod:`standin.lineage`,
+:mod:`standin.search`, ...) give urns where GraphQL expects an entity; the field resolver in
+:mod:`standin.gql` turns those into objects with :func:`ref`.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ from standin.entities.refs import (
     Tag,
 )
 
-__all__ = ["Node", "build"]
+__all__ = ["Node", "entity", "ref"]
 
 _CLASSES: dict[str, type[Node]] = {
     cls.typename: cls
@@ -68,8 +73,10 @@ _CLASSES: dict[str, type[Node]] = {
 }
 
 
-def build(ctx: Catalog, urn: str) -> Node | None:
-    """The GraphQL object for ``urn``; None for entity types GraphQL does not model."""
+def ref(ctx: Catalog, urn: str | None) -> Node | None:
+    """The GraphQL object for any urn, existing or not; None for types GraphQL does not model."""
+    if not urn:
+        return None
     typename = TYPES.get(entity_type(urn), (None, None))[0]
     if typename is None:
         return None
@@ -79,3 +86,8 @@ def build(ctx: Catalog, urn: str) -> Node | None:
         node.typename = typename
         return node
     return cls(ctx, urn)
+
+
+def entity(ctx: Catalog, urn: str) -> Node | None:
+    """The entity if it exists (GMS batch loaders return null for missing urns)."""
+    return ref(ctx, urn) if ctx.exists(urn) else None

@@ -3,8 +3,10 @@
 graphql-core's default resolver reads a field from an object attribute and calls it with
 ``(info, **args)`` when it is a method, so each GraphQL field is a method (or attribute) named
 like the field. Fields not mapped resolve to None, and the resolver wrapper in
-:mod:`standin.gql` fills missing non-null fields with defaults. Helpers start with ``_``
-so they can never shadow a GraphQL field.
+:mod:`standin.gql` fills missing non-null fields with defaults. A field whose GraphQL type is
+an entity (``owner``, ``platform``, ``entity``, ...) gives the urn, and that same wrapper
+makes the entity object of it. Helpers start with ``_`` so they can never shadow a GraphQL
+field.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from typing import Any
 
 from standin import lineage, search
+from standin.assertions import assertions_health
 from standin.catalog import Catalog, key_of, type_enum
 from standin.edges import entity_type
 
@@ -95,13 +98,10 @@ class Node:
     def _key(self) -> Json:
         return key_of(self.urn)
 
-    def _ref(self, urn: str | None) -> Node | None:
-        return self._ctx.ref(urn)
-
-    def _platform_ref(self, platform: str | None) -> Node | None:
+    def _platform_urn(self, platform: str | None) -> str | None:
         if platform and not platform.startswith("urn:li:dataPlatform:"):
             platform = f"urn:li:dataPlatform:{platform}"
-        return self._ref(platform)
+        return platform
 
     def _tags(self, value: Json | None) -> Json | None:
         if value is None:
@@ -109,7 +109,7 @@ class Node:
         return {
             "tags": [
                 {
-                    "tag": self._ref(t.get("tag")),
+                    "tag": t.get("tag"),
                     "associatedUrn": self.urn,
                     "context": t.get("context"),
                 }
@@ -123,8 +123,8 @@ class Node:
         return {
             "terms": [
                 {
-                    "term": self._ref(t.get("urn")),
-                    "actor": self._ref(t.get("actor")),
+                    "term": t.get("urn"),
+                    "actor": t.get("actor"),
                     "associatedUrn": self.urn,
                     "context": t.get("context"),
                 }
@@ -160,8 +160,8 @@ class Node:
             "decommissionTime": value.get("decommissionTime"),
             "note": value.get("note"),
             "actor": value.get("actor"),
-            "actorEntity": self._ref(value.get("actor")),
-            "replacement": self._ref(value.get("replacement")),
+            "actorEntity": value.get("actor"),
+            "replacement": value.get("replacement"),
         }
 
     def tags(self, _info: Any, **_: Any) -> Json | None:
@@ -182,9 +182,9 @@ class Node:
             type_urn = owner.get("typeUrn") or f"urn:li:ownershipType:__system__{kind.lower()}"
             owners.append(
                 {
-                    "owner": self._ref(owner.get("owner")),
+                    "owner": owner.get("owner"),
                     "type": kind,
-                    "ownershipType": self._ref(type_urn),
+                    "ownershipType": type_urn,
                     "associatedUrn": self.urn,
                     "source": owner.get("source"),
                 }
@@ -200,12 +200,10 @@ class Node:
             values = [union_value(v) for v in item.get("values") or []]
             entries.append(
                 {
-                    "structuredProperty": self._ref(item.get("propertyUrn")),
+                    "structuredProperty": item.get("propertyUrn"),
                     "values": [property_value(v) for v in values],
                     "valueEntities": [
-                        self._ref(v)
-                        for v in values
-                        if isinstance(v, str) and v.startswith("urn:li:")
+                        v for v in values if isinstance(v, str) and v.startswith("urn:li:")
                     ],
                     "associatedUrn": self.urn,
                 }
@@ -214,18 +212,18 @@ class Node:
 
     def domain(self, _info: Any, **_: Any) -> Json | None:
         domains = (self._a("domains") or {}).get("domains") or []
-        return {"domain": self._ref(domains[0]), "associatedUrn": self.urn} if domains else None
+        return {"domain": domains[0], "associatedUrn": self.urn} if domains else None
 
     def subTypes(self, _info: Any, **_: Any) -> Json | None:
         value = self._a("subTypes")
         return None if value is None else {"typeNames": value.get("typeNames") or []}
 
-    def container(self, _info: Any, **_: Any) -> Node | None:
-        return self._ref((self._a("container") or {}).get("container"))
+    def container(self, _info: Any, **_: Any) -> str | None:
+        return (self._a("container") or {}).get("container")
 
-    def dataPlatformInstance(self, _info: Any, **_: Any) -> Node | None:
+    def dataPlatformInstance(self, _info: Any, **_: Any) -> str | None:
         value = self._a("dataPlatformInstance") or {}
-        return self._ref(value.get("instance"))
+        return value.get("instance")
 
     def aspects(self, _info: Any, input: Json | None = None, **_: Any) -> list[Json]:
         """Raw aspect payloads (``aspects(input: {aspectNames})``), as GMS's RawAspect."""
@@ -248,8 +246,6 @@ class Node:
 
     def health(self, _info: Any, **_: Any) -> list[Json]:
         """As GMS's ``EntityHealthResolver``: incidents first, then assertions (if any ran)."""
-        from standin.entities import quality  # quality's Assertion extends this class
-
         active = search.incidents_on(self._ctx, self.urn, {"state": "ACTIVE", "count": 0})["total"]
         healths: list[Json] = [
             {
@@ -261,7 +257,7 @@ class Node:
             if active
             else {"type": "INCIDENTS", "status": "PASS", "message": None, "causes": None}
         ]
-        assertions = quality.assertions_health(self._ctx, self.urn)
+        assertions = assertions_health(self._ctx, self.urn)
         if assertions is not None:
             healths.append(assertions)
         return healths

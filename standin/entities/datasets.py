@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from standin.entities import quality
+from standin.assertions import entity_assertions
 from standin.entities.base import Json, Node, custom_properties, fabric
 
 _FIELD_TYPES = {
@@ -30,8 +30,8 @@ class Dataset(Node):
     def name(self, _info: Any, **_: Any) -> str:
         return self._key().get("name") or self.urn
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._platform_ref(self._key().get("platform"))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._platform_urn(self._key().get("platform"))
 
     def origin(self, _info: Any, **_: Any) -> str:
         return fabric(self._key().get("origin"))
@@ -87,9 +87,9 @@ class Dataset(Node):
             "foreignKeys": [
                 {
                     "name": fk.get("name"),
-                    "foreignFields": [self._ref(u) for u in fk.get("foreignFields") or []],
-                    "sourceFields": [self._ref(u) for u in fk.get("sourceFields") or []],
-                    "foreignDataset": self._ref(fk.get("foreignDataset")),
+                    "foreignFields": list(fk.get("foreignFields") or []),
+                    "sourceFields": list(fk.get("sourceFields") or []),
+                    "foreignDataset": fk.get("foreignDataset"),
                 }
                 for fk in value.get("foreignKeys") or []
             ],
@@ -114,7 +114,7 @@ class Dataset(Node):
             "isPartOfKey": f.get("isPartOfKey"),
             "isPartitioningKey": f.get("isPartitioningKey"),
             "jsonProps": f.get("jsonProps"),
-            "schemaFieldEntity": self._ref(f"urn:li:schemaField:({self.urn},{path})"),
+            "schemaFieldEntity": f"urn:li:schemaField:({self.urn},{path})",
         }
 
     def editableSchemaMetadata(self, _info: Any, **_: Any) -> Json | None:
@@ -182,7 +182,7 @@ class Dataset(Node):
         ]
 
     def assertions(self, _info: Any, **args: Any) -> Json:
-        return quality.entity_assertions(self._ctx, self.urn, args)
+        return entity_assertions(self._ctx, self.urn, args)
 
     def viewProperties(self, _info: Any, **_: Any) -> Json | None:
         value = self._a("viewProperties")
@@ -237,5 +237,6 @@ class SchemaFieldEntity(Node):
     def fieldPath(self, _info: Any, **_: Any) -> str:
         return str(self._key().get("fieldPath") or _field_ref(self.urn)["path"])
 
-    def parent(self, _info: Any, **_: Any) -> Node | None:
-        return self._ref(self._key().get("parent") or _field_ref(self.urn)["urn"])
+    def parent(self, _info: Any, **_: Any) -> str | None:
+        parent: str | None = self._key().get("parent") or _field_ref(self.urn)["urn"]
+        return parent

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from standin.catalog import Catalog
 from standin.entities.base import Json, Node, audit, custom_properties, property_value
 
 _PRIORITIES = {0: "CRITICAL", 1: "HIGH", 2: "MEDIUM", 3: "LOW"}  # IncidentUtils
@@ -28,16 +27,14 @@ class StructuredPropertyEntity(Node):
                 for v in value.get("allowedValues") or []
             ]
             or None,
-            "valueType": self._ref(value.get("valueType")),
-            "typeQualifier": {
-                "allowedTypes": [self._ref(u) for u in qualifier.get("allowedTypes") or []]
-            }
+            "valueType": value.get("valueType"),
+            "typeQualifier": {"allowedTypes": list(qualifier.get("allowedTypes") or [])}
             if qualifier
             else None,
-            "entityTypes": [self._ref(u) for u in value.get("entityTypes") or []],
+            "entityTypes": list(value.get("entityTypes") or []),
             "immutable": bool(value.get("immutable", False)),
-            "created": _resolved(self._ctx, value.get("created")),
-            "lastModified": _resolved(self._ctx, value.get("lastModified")),
+            "created": _resolved(value.get("created")),
+            "lastModified": _resolved(value.get("lastModified")),
         }
 
     def settings(self, _info: Any, **_: Any) -> Json | None:
@@ -55,10 +52,10 @@ class StructuredPropertyEntity(Node):
         return {k: bool(value.get(k, False)) for k in flags}
 
 
-def _resolved(ctx: Catalog, stamp: Json | None) -> Json | None:
+def _resolved(stamp: Json | None) -> Json | None:
     if not stamp:
         return None
-    return {"time": stamp.get("time", 0), "actor": ctx.ref(stamp.get("actor"))}
+    return {"time": stamp.get("time", 0), "actor": stamp.get("actor")}
 
 
 class Incident(Node):
@@ -93,12 +90,12 @@ class Incident(Node):
     def priority(self, _info: Any, **_: Any) -> str | None:
         return _PRIORITIES.get(self._info().get("priority"))  # type: ignore[arg-type]
 
-    def assignees(self, _info: Any, **_: Any) -> list[Node | None]:
-        return [self._ref(a.get("actor")) for a in self._info().get("assignees") or []]
+    def assignees(self, _info: Any, **_: Any) -> list[Any]:
+        return [a.get("actor") for a in self._info().get("assignees") or []]
 
-    def entity(self, _info: Any, **_: Any) -> Node | None:
+    def entity(self, _info: Any, **_: Any) -> str | None:
         entities = self._info().get("entities") or []
-        return self._ref(entities[0]) if entities else None
+        return entities[0] if entities else None
 
     def source(self, _info: Any, **_: Any) -> Json | None:
         source = self._info().get("source")
@@ -106,7 +103,7 @@ class Incident(Node):
             return None
         return {
             "type": source.get("type") or "MANUAL",
-            "source": self._ref(source.get("sourceUrn")),
+            "source": source.get("sourceUrn"),
         }
 
     def startedAt(self, _info: Any, **_: Any) -> int | None:
@@ -129,16 +126,13 @@ class Document(Node):
             "source": value.get("source"),
             "status": value.get("status"),
             "contents": {"text": (value.get("contents") or {}).get("text") or ""},
-            "created": _resolved(self._ctx, value.get("created")) or {"time": 0},
-            "lastModified": _resolved(self._ctx, value.get("lastModified")) or {"time": 0},
-            "relatedAssets": [
-                {"asset": self._ref(a.get("asset"))} for a in value.get("relatedAssets") or []
-            ],
+            "created": _resolved(value.get("created")) or {"time": 0},
+            "lastModified": _resolved(value.get("lastModified")) or {"time": 0},
+            "relatedAssets": [{"asset": a.get("asset")} for a in value.get("relatedAssets") or []],
             "relatedDocuments": [
-                {"document": self._ref(d.get("document"))}
-                for d in value.get("relatedDocuments") or []
+                {"document": d.get("document")} for d in value.get("relatedDocuments") or []
             ],
-            "parentDocument": {"document": self._ref(parent)} if parent else None,
+            "parentDocument": {"document": parent} if parent else None,
             "customProperties": custom_properties(value.get("customProperties"), self.urn),
         }
 
@@ -154,9 +148,9 @@ class Document(Node):
         names = (self._a("subTypes") or {}).get("typeNames") or []
         return names[0] if names else None
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
+    def platform(self, _info: Any, **_: Any) -> str | None:
         platform = (self._a("dataPlatformInstance") or {}).get("platform")
-        return self._platform_ref(platform or "urn:li:dataPlatform:datahub")
+        return self._platform_urn(platform or "urn:li:dataPlatform:datahub")
 
     def changeHistory(self, _info: Any, **_: Any) -> list[Json]:
         return []

@@ -15,8 +15,8 @@ class MLModel(Node):
     def name(self, _info: Any, **_: Any) -> str:
         return self._key().get("name") or self.urn
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._platform_ref(self._key().get("platform"))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._platform_urn(self._key().get("platform"))
 
     def origin(self, _info: Any, **_: Any) -> str:
         return fabric(self._key().get("origin"))
@@ -43,7 +43,7 @@ class MLModel(Node):
             "trainingMetrics": params(value.get("trainingMetrics")),
             "mlFeatures": value.get("mlFeatures"),
             "tags": value.get("tags"),
-            "groups": [self._ref(g) for g in value.get("groups") or []],
+            "groups": list(value.get("groups") or []),
             "customProperties": custom_properties(value.get("customProperties"), self.urn),
             "externalUrl": value.get("externalUrl"),
             "mlModelLineageInfo": {
@@ -118,7 +118,7 @@ class MLFeature(Node):
             "description": value.get("description"),
             "dataType": value.get("dataType"),
             "version": value.get("version"),
-            "sources": [self._ref(s) for s in value.get("sources") or []],
+            "sources": list(value.get("sources") or []),
             "customProperties": custom_properties(value.get("customProperties"), self.urn),
         }
 
@@ -139,8 +139,8 @@ class MLFeatureTable(Node):
     def name(self, _info: Any, **_: Any) -> str:
         return self._key().get("name") or self.urn
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._platform_ref(self._key().get("platform"))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._platform_urn(self._key().get("platform"))
 
     def description(self, _info: Any, **_: Any) -> str | None:
         return (self._a("mlFeatureTableProperties") or {}).get("description")
@@ -151,8 +151,8 @@ class MLFeatureTable(Node):
             return None
         return {
             "description": value.get("description"),
-            "mlFeatures": [self._ref(u) for u in value.get("mlFeatures") or []],
-            "mlPrimaryKeys": [self._ref(u) for u in value.get("mlPrimaryKeys") or []],
+            "mlFeatures": list(value.get("mlFeatures") or []),
+            "mlPrimaryKeys": list(value.get("mlPrimaryKeys") or []),
             "customProperties": custom_properties(value.get("customProperties"), self.urn),
         }
 
@@ -174,8 +174,8 @@ class DataFlow(Node):
     def cluster(self, _info: Any, **_: Any) -> str:
         return self._key().get("cluster") or ""
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._platform_ref(self.orchestrator(None))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._platform_urn(self.orchestrator(None))
 
     def properties(self, _info: Any, **_: Any) -> Json | None:
         value = self._a("dataFlowInfo")
@@ -198,11 +198,11 @@ class DataJob(Node):
     def jobId(self, _info: Any, **_: Any) -> str:
         return self._key().get("jobId") or ""
 
-    def dataFlow(self, _info: Any, **_: Any) -> Node | None:
-        return self._ref(self._key().get("flow"))
+    def dataFlow(self, _info: Any, **_: Any) -> str | None:
+        return self._key().get("flow")
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._platform_ref(key_of(self._key().get("flow") or "").get("orchestrator"))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._platform_urn(key_of(self._key().get("flow") or "").get("orchestrator"))
 
     def properties(self, _info: Any, **_: Any) -> Json | None:
         value = self._a("dataJobInfo")
@@ -228,9 +228,9 @@ class DataJob(Node):
             return list(dict.fromkeys(u for u in found if u))
 
         return {
-            "inputDatasets": [self._ref(u) for u in urns("inputDatasets", "inputDatasetEdges")],
-            "outputDatasets": [self._ref(u) for u in urns("outputDatasets", "outputDatasetEdges")],
-            "inputDatajobs": [self._ref(u) for u in urns("inputDatajobs", "inputDatajobEdges")],
+            "inputDatasets": urns("inputDatasets", "inputDatasetEdges"),
+            "outputDatasets": urns("outputDatasets", "outputDatasetEdges"),
+            "inputDatajobs": urns("inputDatajobs", "inputDatajobEdges"),
             "fineGrainedLineages": [
                 fine_grained(f) for f in value.get("fineGrainedLineages") or []
             ],
@@ -260,11 +260,11 @@ class DataProcessInstance(Node):
     def externalUrl(self, _info: Any, **_: Any) -> str | None:
         return (self._a("dataProcessInstanceProperties") or {}).get("externalUrl")
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._platform_ref((self._a("dataPlatformInstance") or {}).get("platform"))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._platform_urn((self._a("dataPlatformInstance") or {}).get("platform"))
 
-    def parentTemplate(self, _info: Any, **_: Any) -> Node | None:
-        return self._ref((self._a("dataProcessInstanceRelationships") or {}).get("parentTemplate"))
+    def parentTemplate(self, _info: Any, **_: Any) -> str | None:
+        return (self._a("dataProcessInstanceRelationships") or {}).get("parentTemplate")
 
     def mlTrainingRunProperties(self, _info: Any, **_: Any) -> Json | None:
         value = self._a("mlTrainingRunProperties")

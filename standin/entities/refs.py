@@ -32,8 +32,8 @@ class DataPlatform(Node):
 class DataPlatformInstance(Node):
     typename = "DataPlatformInstance"
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._ref(self._key().get("platform"))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._key().get("platform")
 
     def instanceId(self, _info: Any, **_: Any) -> str:
         return str(self._key().get("instance") or "")
@@ -152,8 +152,8 @@ class Domain(Node):
 class Container(Node):
     typename = "Container"
 
-    def platform(self, _info: Any, **_: Any) -> Node | None:
-        return self._platform_ref((self._a("dataPlatformInstance") or {}).get("platform"))
+    def platform(self, _info: Any, **_: Any) -> str | None:
+        return self._platform_urn((self._a("dataPlatformInstance") or {}).get("platform"))
 
     def properties(self, _info: Any, **_: Any) -> Json | None:
         value = self._a("containerProperties")
@@ -186,7 +186,7 @@ class CorpUser(Node):
             "firstName": info.get("firstName"),
             "lastName": info.get("lastName"),
             "fullName": info.get("fullName"),
-            "manager": self._ref(info.get("managerUrn")),
+            "manager": info.get("managerUrn"),
             "departmentId": info.get("departmentId"),
             "departmentName": info.get("departmentName"),
             "countryCode": info.get("countryCode"),

@@ -76,11 +76,17 @@ from mlcopilot.model.notify import (
     dedupe_key,
 )
 from mlcopilot.model.profiles import (
+    HIGH_P,
+    LOW_P,
+    MIN_QUANTILES,
     DatasetProfile,
     FieldProfile,
+    has_distribution,
+    interior_quantiles,
     profile_from_json,
     profile_millis,
     profile_to_json,
+    statistic,
 )
 from mlcopilot.model.writes import (
     DocumentWrite,
@@ -94,7 +100,10 @@ from mlcopilot.model.writes import (
 from mlcopilot.text.names import short_name as short_name
 
 __all__ = [
+    "HIGH_P",
     "JSON",
+    "LOW_P",
+    "MIN_QUANTILES",
     "NOTIFY_SINKS",
     "NOT_IN_CATALOG",
     "TAG_PREFIX",
@@ -156,9 +165,12 @@ __all__ = [
     "Write",
     "dedupe_key",
     "finding_id",
+    "has_distribution",
+    "interior_quantiles",
     "plain_json",
     "profile_from_json",
     "profile_millis",
     "profile_to_json",
     "short_name",
+    "statistic",
 ]
