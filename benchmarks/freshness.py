@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import random
 import shutil
 import tempfile
@@ -156,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     base = ensure(f"one-{N}", Shape.one_model(N))
     gc.set_threshold(20_000, 10, 10)  # as a scan runs (mlcopilot.scan)
-    scan = importlib.import_module("mlcopilot.scan")  # the package exports the function
+    from mlcopilot.scan import checking
+
     stale = [StaleSource(StaleSourceConfig())]
     pii = [PiiExposure(PiiExposureConfig())]
     with tempfile.TemporaryDirectory() as tmp:
@@ -165,8 +165,10 @@ def main(argv: list[str] | None = None) -> None:
         before_s, plain_s, plain = interleaved(base)
         written = add_history(busy, plain)
         busy_before_s, busy_s, lineage = interleaved(busy)
-        stale_s, (stale_report, _) = best_of(3, lambda: scan._scan_model(stale, lineage, {}, NOW))
-        pii_s, (pii_report, _) = best_of(3, lambda: scan._scan_model(pii, lineage, {}, NOW))
+        stale_s, (stale_report, _) = best_of(
+            3, lambda: checking.check_model(stale, lineage, {}, NOW)
+        )
+        pii_s, (pii_report, _) = best_of(3, lambda: checking.check_model(pii, lineage, {}, NOW))
     entities = len(lineage.nodes) - 1
     per = N / entities
     rows: list[tuple[str, float]] = [

@@ -10,7 +10,6 @@ RESULTS.md's analysis quotes its output.
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import sqlite3
 import time
@@ -60,9 +59,10 @@ def main() -> None:
     catalog = LiteCatalog(path)
     (model,) = catalog.models()
     walk_s, lineage = best_of(1, lambda: catalog.lineage(model, LIMITS))
-    scan = importlib.import_module("mlcopilot.scan")  # the package exports the function
+    from mlcopilot.scan import checking
+
     checks = load_checks()
-    checks_s, _ = best_of(3, lambda: scan._scan_model(checks, lineage, {}, NOW))
+    checks_s, _ = best_of(3, lambda: checking.check_model(checks, lineage, {}, NOW))
     catalog.close()
     size = sum(len(r[2]) for r in rows)
     entities = len(lineage.nodes) - 1

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import shutil
 import tempfile
 import time
@@ -122,7 +121,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     base = ensure(f"one-{N}", Shape.one_model(N))
     gc.set_threshold(20_000, 10, 10)  # as a scan runs (mlcopilot.scan)
-    scan = importlib.import_module("mlcopilot.scan")  # the package exports the function
+    from mlcopilot.scan import checking
+
     check = ProfileDrift(ProfileDriftConfig())
     with tempfile.TemporaryDirectory() as tmp:
         profiled = Path(tmp) / "profiles.db"
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
 
         baseline_s, known = best_of(3, baselines)
         check_s, (report, _) = best_of(
-            3, lambda: scan._scan_model([check], lineage, {}, NOW, known)
+            3, lambda: checking.check_model([check], lineage, {}, NOW, known)
         )
     entities = len(lineage.nodes) - 1
     per = N / entities

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import shutil
 import tempfile
 import time
@@ -167,8 +166,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     base = ensure(f"one-{N}", Shape.one_model(N))
     gc.set_threshold(20_000, 10, 10)  # as a scan runs (mlcopilot.scan)
-    scan = importlib.import_module("mlcopilot.scan")  # the package exports the function
-    checks = [
+    from mlcopilot.protocols import Check
+    from mlcopilot.scan import checking
+
+    checks: list[Check] = [
         FailingAssertion(FailingAssertionConfig()),
         UpstreamIncident(UpstreamIncidentConfig()),
     ]
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         plain_s, plain = best_of(3, lambda: walk(base))
         written = add_signals(signals, plain)
         signals_s, lineage = best_of(3, lambda: walk(signals))
-        checks_s, (report, _) = best_of(3, lambda: scan._scan_model(checks, lineage, {}, NOW))
+        checks_s, (report, _) = best_of(3, lambda: checking.check_model(checks, lineage, {}, NOW))
     entities = len(lineage.nodes) - 1
     per = N / entities
     added = signals_s - plain_s

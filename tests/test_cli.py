@@ -138,6 +138,21 @@ def test_baseline_accept_clears_drift_on_next_scan(demo_catalog: Mlcopilot) -> N
     assert sorted(report["incidents"]["resolved"]) == sorted(opened)
 
 
+def test_baseline_accept_takes_the_models_name_as_every_command_does(
+    demo_catalog: Mlcopilot,
+) -> None:
+    scan_json(demo_catalog, DAY1)
+    demo_catalog("catalog", "load", str(DEMO_DATA / "02_schema_change.json"))
+    opened = scan_json(demo_catalog, DAY2)["incidents"]["opened"]
+    accepted = demo_catalog("baseline", "accept", "churn_predictor_v1")
+    assert accepted.code == 0, accepted.stderr
+    report = scan_json(demo_catalog, DAY3)
+    assert sorted(report["incidents"]["resolved"]) == sorted(opened)
+    unknown = demo_catalog("baseline", "accept", "churn_predictor_v9")
+    assert unknown.code == 2
+    assert "did you mean churn_predictor_v1" in unknown.stderr
+
+
 def test_fail_on_gates_ci(demo_catalog: Mlcopilot) -> None:
     assert demo_catalog("scan", "--now", DAY1, "--fail-on", "critical").code == 0
     assert demo_catalog("scan", "--now", DAY1, "--fail-on", "high").code == 1

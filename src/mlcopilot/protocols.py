@@ -9,11 +9,11 @@ the contract suites check their behaviour. The relay's side of the store is
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
@@ -22,6 +22,7 @@ from mlcopilot.model import (
     CheckOutcome,
     Claimed,
     ColumnUsage,
+    DatasetProfile,
     Delivered,
     Edge,
     Finding,
@@ -422,6 +423,64 @@ class StateStore(OutboxStore, Protocol):
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+# --- what a catalog may also do (each optional; checked with isinstance) -------------------
+
+
+@runtime_checkable
+class LineagePrefetch(Protocol):
+    """A catalog that can load the lineage of many models at once (optional).
+
+    A remote catalog then reads the entities the models share once, a whole level of every
+    model's walk per batch, instead of walking model after model.
+    """
+
+    def prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None:
+        """Make the lineage of every root cheap to walk afterwards."""
+        ...
+
+
+@runtime_checkable
+class BatchedHistory(Protocol):
+    """A catalog that reads training-time schemas of many datasets at once (optional)."""
+
+    def schemas_at(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], Schema | None]:
+        """:meth:`~mlcopilot.protocols.Catalog.schema_as_of` of each (urn, time), in batches."""
+        ...
+
+
+@runtime_checkable
+class ProfileHistory(Protocol):
+    """A catalog that reads a dataset's past ``datasetProfile`` s (optional).
+
+    Without it, a dataset's first profile baseline is the profile current when a scan first
+    reads it.
+    """
+
+    def profiles_before(
+        self, requests: Iterable[tuple[Urn, datetime]]
+    ) -> dict[tuple[Urn, datetime], DatasetProfile | None]:
+        """For each (dataset, time): its newest profile taken at or before then, else None."""
+        ...
+
+    def oldest_profiles(self, urns: Sequence[Urn]) -> dict[Urn, DatasetProfile | None]:
+        """Each dataset's oldest profile DataHub holds, by ``timestampMillis``."""
+        ...
+
+
+@runtime_checkable
+class EntityCensus(Protocol):
+    """A catalog that can say how many entities of each type it holds (optional).
+
+    Used to say what a catalog without ML models does hold, rather than just "nothing".
+    """
+
+    def entity_counts(self) -> Mapping[str, int]:
+        """The number of entities of each entity type (``dataset``, ``dataJob``...)."""
         ...
 
 

@@ -21,7 +21,7 @@ from mlcopilot.model import Severity
 from mlcopilot.notify.relay import Relay, RetryPolicy
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.github import GitHubSink
-from mlcopilot.report.summary import ScanSummary, summary_lines
+from mlcopilot.report.summary import ScanOutcome, summary_lines
 from mlcopilot.store import open_store
 from testing.fakes.github import FakeGitHub
 from testing.fakes.http import Request, Response
@@ -132,7 +132,7 @@ def test_a_run_stopped_at_its_deadline_is_in_the_summary(tmp_path: Path) -> None
     assert relay.stopped is not None
     assert not relay.retrying  # only the stop makes the run not ok
     assert not relay.dead
-    lines = summary_lines(ScanSummary(result, None))
+    lines = summary_lines(ScanOutcome(result, None))
     assert (
         "delivery: 0 dead, 0 to retry, the run stopped at its deadline with rows left for the "
         "next (`mlcopilot outbox list`)"

@@ -54,7 +54,7 @@ def report_command(
     """Write an offline HTML report: each model's lineage drawn, its findings and incidents."""
     from mlcopilot.notify.sinks.config import NotifySettings
     from mlcopilot.report.html import report_page
-    from mlcopilot.report.summary import ScanSummary, print_summary
+    from mlcopilot.report.summary import ScanOutcome, print_summary
     from mlcopilot.scan import ScanOptions
     from mlcopilot.scan.wiring import configured_checks
 
@@ -73,4 +73,4 @@ def report_command(
     with opened_for_scan(settings, dry_run=True) as (cat, store):
         result, page = report_page(cat, store, checks, options, datahub_url=notify.datahub_url)
     write_output(path, page)
-    print_summary(ScanSummary(result, None, time.monotonic() - started), err)
+    print_summary(ScanOutcome(result, None, time.monotonic() - started), err)

@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from mlcopilot.model import CheckInfo
     from mlcopilot.protocols import StateStore
     from mlcopilot.report.html import ReportLinks
-    from mlcopilot.report.summary import ScanSummary
-    from mlcopilot.scan import Progress as ScanProgress
+    from mlcopilot.report.summary import ScanOutcome
+    from mlcopilot.scan.checking import Progress as ScanProgress
 
 
 @app.command("scan")
@@ -155,7 +155,7 @@ def scan_command(
     reports = paired_reports(output_format or [OutputFormat.table], output or [])
 
     from mlcopilot.incidents.gate import evaluate_gate
-    from mlcopilot.report.summary import ScanSummary
+    from mlcopilot.report.summary import ScanOutcome
     from mlcopilot.scan import ScanOptions, scan
     from mlcopilot.scan.delivery import scan_delivery
 
@@ -172,7 +172,7 @@ def scan_command(
         result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
         links = _html_links(reports, store, notify.datahub_url)
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
-    closing = ScanSummary(result, verdict, time.monotonic() - started)
+    closing = ScanOutcome(result, verdict, time.monotonic() - started)
     for report in result.models:
         for error in report.errors:
             err.print(f"[yellow]warning:[/] {escape(error)}")
@@ -216,7 +216,7 @@ def _gate_rules(
 
 
 def _render(
-    closing: ScanSummary,
+    closing: ScanOutcome,
     output_format: OutputFormat,
     json_version: int,
     checks: Sequence[CheckInfo],
@@ -269,7 +269,7 @@ def _html_links(
     return report_links(store, datahub_url)
 
 
-def _emit(text: str | None, output: Path | None, closing: ScanSummary, *, quiet: bool) -> None:
+def _emit(text: str | None, output: Path | None, closing: ScanOutcome, *, quiet: bool) -> None:
     """Write the report where asked, then the closing summary as the last lines.
 
     The summary goes to stdout, unless stdout carries a JSON or markdown report: then to

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from mlcopilot.model import Edge, Lineage, Node, Urn
-from mlcopilot.protocols import Catalog, WalkLimits
+from mlcopilot.protocols import Catalog, LineagePrefetch, WalkLimits
 
 MODEL_PREFIX = "urn:li:mlModel:"
 
@@ -70,13 +70,6 @@ class DownstreamSource(Protocol):
         if ``upstream([edge.downstream])`` lists it.
         """
         ...
-
-
-@runtime_checkable
-class _Prefetching(Protocol):
-    """A catalog that reads many models' lineage at once (``scan.LineagePrefetch``)."""
-
-    def prefetch(self, roots: Sequence[Urn], limits: WalkLimits) -> None: ...
 
 
 def walk_downstream(source: DownstreamSource, root: Urn, limits: WalkLimits) -> dict[Urn, int]:
@@ -164,7 +157,7 @@ def build_index(catalog: Catalog, watched: Sequence[Urn], limits: WalkLimits) ->
     """Walk every watched model (all the catalog's, when ``watched`` is empty) once."""
     index = DownstreamIndex(watched)
     models = list(watched) or catalog.models()
-    if len(models) > 1 and isinstance(catalog, _Prefetching):
+    if len(models) > 1 and isinstance(catalog, LineagePrefetch):
         # A remote catalog reads the estate a level per batch, as a scan of it would.
         catalog.prefetch(models, limits)
     index.update(catalog.lineage(model, limits) for model in models)

@@ -52,7 +52,7 @@ from mlcopilot.model import (
 from mlcopilot.notify.content import entity_url
 from mlcopilot.protocols import Catalog, Check, StateStore
 from mlcopilot.report.layout import Box, Layout, Placed, Route, layered_layout
-from mlcopilot.report.summary import ScanSummary, summary_lines
+from mlcopilot.report.summary import ScanOutcome, summary_lines
 from mlcopilot.scan import ScanOptions, ScanResult, scan
 from mlcopilot.text.names import short_name
 from mlcopilot.text.wording import count
@@ -214,7 +214,7 @@ def script_json(data: Any) -> str:
 def render_html(
     result: ScanResult,
     *,
-    closing: ScanSummary | None = None,
+    closing: ScanOutcome | None = None,
     history: Sequence[Incident] | None = None,
     links: ReportLinks | None = None,
     checks: Sequence[CheckInfo] = (),
@@ -233,7 +233,7 @@ def render_html(
         title: The page's heading.
     """
     # Without the time taken: the same scan renders to the same bytes.
-    closing = ScanSummary(result, closing.verdict if closing is not None else None)
+    closing = ScanOutcome(result, closing.verdict if closing is not None else None)
     links = links or ReportLinks()
     known = _incidents(result, history)
     timeline = list(history) if history is not None else list(known.values())
@@ -310,7 +310,7 @@ def _catalog(label: str) -> str:
     return label
 
 
-def _summary(closing: ScanSummary) -> str:
+def _summary(closing: ScanOutcome) -> str:
     lines = summary_lines(closing, gate=closing.verdict is not None)
     head, *rest = lines
     items = "".join(f"<li>{_text(line.strip())}</li>" for line in rest)

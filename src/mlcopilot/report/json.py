@@ -26,7 +26,7 @@ from mlcopilot.incidents.payload import OutboxItem
 from mlcopilot.lineage.coverage import readiness_parts
 from mlcopilot.model import Finding, Incident, ModelReport, plain_json
 from mlcopilot.redact import redact
-from mlcopilot.report.summary import ScanSummary, gate_lines, summary_dict, summary_lines
+from mlcopilot.report.summary import ScanOutcome, gate_lines, summary_dict, summary_lines
 from mlcopilot.scan import ScanResult
 from mlcopilot.text.names import short_name
 from mlcopilot.text.safe import md_code, md_text
@@ -83,7 +83,7 @@ def report_dict(
         "resolved": [i.id for i in result.changes.resolved],
     }
     if version >= 3:
-        report["summary"] = summary_dict(ScanSummary(result, verdict, seconds))
+        report["summary"] = summary_dict(ScanOutcome(result, verdict, seconds))
     elif version == 2:
         totals = result.summary
         report["summary"] = {
@@ -195,7 +195,7 @@ def render_incidents_json(incidents: Sequence[Incident]) -> str:
     return json.dumps([incident_dict(i) for i in incidents], indent=2, ensure_ascii=False) + "\n"
 
 
-def render_markdown(result: ScanResult, closing: ScanSummary | None = None) -> str:
+def render_markdown(result: ScanResult, closing: ScanOutcome | None = None) -> str:
     """A markdown report, for pull-request comments and CI job summaries.
 
     It ends with the gate's verdict and the closing summary (``closing``; default: no gate,
@@ -205,7 +205,7 @@ def render_markdown(result: ScanResult, closing: ScanSummary | None = None) -> s
     comment): names and urns in code spans, prose with every markdown character escaped and
     mentions in code spans (:func:`~mlcopilot.text.safe.md_text`).
     """
-    closing = closing or ScanSummary(result, None)
+    closing = closing or ScanOutcome(result, None)
     when = result.now.strftime("%Y-%m-%d %H:%M UTC")
     catalog = md_code(_catalog(result.catalog), _URN_LIMIT)
     lines = [f"# mlcopilot scan — {when}", "", f"Catalog: {catalog}", ""]
@@ -215,7 +215,7 @@ def render_markdown(result: ScanResult, closing: ScanSummary | None = None) -> s
     return "\n".join(lines + _markdown_summary(closing)) + "\n"
 
 
-def _markdown_summary(closing: ScanSummary) -> list[str]:
+def _markdown_summary(closing: ScanOutcome) -> list[str]:
     head, *rest = summary_lines(closing, gate=False)
     gate, *reasons = gate_lines(closing.verdict)
     lines = ["## Summary", "", f"**{md_text(gate[0].upper() + gate[1:], _TEXT_LIMIT)}**", ""]

@@ -1,6 +1,6 @@
 """The closing summary of every scan: what was scanned, found and done, and the gate's verdict.
 
-One set of totals (:class:`ScanSummary`) feeds the terminal's last lines, the markdown report's
+One set of totals (:class:`ScanOutcome`) feeds the terminal's last lines, the markdown report's
 summary section and the JSON report's ``summary`` (version 3), so the three never disagree.
 A dry run says what it *would* open and resolve: it stored nothing.
 """
@@ -26,7 +26,7 @@ SEVERITIES = tuple(sorted(Severity, key=lambda s: -s.rank))
 
 
 @dataclass(frozen=True, slots=True)
-class ScanSummary:
+class ScanOutcome:
     """What the closing summary says about one scan."""
 
     result: ScanResult
@@ -53,7 +53,7 @@ class ScanSummary:
         return sum(1 for m in self.result.models if m.lineage.truncated)
 
 
-def summary_dict(closing: ScanSummary) -> dict[str, Any]:
+def summary_dict(closing: ScanOutcome) -> dict[str, Any]:
     """The ``summary`` of the JSON report, version 3 (version 2's keys, and more)."""
     result = closing.result
     totals = result.summary
@@ -106,7 +106,7 @@ def gate_dict(verdict: GateVerdict) -> dict[str, Any]:
     }
 
 
-def summary_lines(closing: ScanSummary, *, gate: bool = True) -> list[str]:
+def summary_lines(closing: ScanOutcome, *, gate: bool = True) -> list[str]:
     """The summary as plain lines (no markup): a headline, one line per subject, the gate."""
     result = closing.result
     dry = result.dry_run
@@ -160,7 +160,7 @@ def gate_lines(verdict: GateVerdict | None) -> list[str]:
     return lines
 
 
-def print_summary(closing: ScanSummary, console: Console) -> None:
+def print_summary(closing: ScanOutcome, console: Console) -> None:
     """Print the closing summary: the last lines of a scan, on a terminal and in CI logs."""
     console.print()
     lines = summary_lines(closing)
@@ -185,7 +185,7 @@ def _delivery(relay: RelayReport) -> str:
     return ", ".join(parts)
 
 
-def _coverage(closing: ScanSummary) -> str:
+def _coverage(closing: ScanOutcome) -> str:
     totals = closing.result.summary
     if not totals.models:
         return "nothing scanned"

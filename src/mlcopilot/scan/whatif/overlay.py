@@ -22,8 +22,7 @@ from datetime import datetime
 from typing import Any, Literal, cast
 
 from mlcopilot.model import Baseline, Edge, Lineage, Node, Schema, Urn, Write
-from mlcopilot.protocols import Catalog, StateStore, WalkLimits
-from mlcopilot.scan import BatchedHistory, LineagePrefetch
+from mlcopilot.protocols import BatchedHistory, Catalog, LineagePrefetch, StateStore, WalkLimits
 
 
 class OverlayCatalog:

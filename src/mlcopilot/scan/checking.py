@@ -1,0 +1,340 @@
+"""Walk and check: each model's lineage walked, its baselines chosen, every check run on it.
+
+Reads only: the catalog (lineage, schema and profile history) and the stored baselines. What it
+returns is what reconciliation needs: each model's report, the baselines first chosen in this
+scan (stored with it), and which (model, check, entity) triples were evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from mlcopilot.lineage.columns import column_usage
+from mlcopilot.lineage.coverage import coverage_gaps, profile_readiness
+from mlcopilot.model import (
+    UNKNOWN_USAGE,
+    Baseline,
+    DatasetProfile,
+    EntityType,
+    Finding,
+    Lineage,
+    ModelReport,
+    Node,
+    ProfileBaseline,
+    Schema,
+    Urn,
+)
+from mlcopilot.protocols import (
+    BatchedHistory,
+    Catalog,
+    Check,
+    CheckContext,
+    LineagePrefetch,
+    ProfileHistory,
+    StateStore,
+    WalkLimits,
+)
+
+Progress = Callable[[int, int, Urn], None]
+"""Called before each model as ``progress(done, total, model_urn)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What walking and checking a scan's models gave."""
+
+    reports: list[ModelReport]
+    baselines: list[Baseline]
+    """Schema baselines chosen for the first time in this scan (stored with it)."""
+    profile_baselines: list[ProfileBaseline]
+    """Profile baselines chosen for the first time in this scan (stored with it)."""
+    evaluated: Evaluated
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every model's findings."""
+        return [f for r in self.reports for f in r.findings]
+
+
+def walk_and_check(
+    catalog: Catalog,
+    store: StateStore,
+    checks: Sequence[Check],
+    models: Sequence[Urn],
+    *,
+    now: datetime,
+    limits: WalkLimits,
+    progress: Progress | None = None,
+) -> Checked:
+    """Walk every model's lineage, choose its baselines and run every check on every node."""
+    if len(models) > 1 and isinstance(catalog, LineagePrefetch):
+        catalog.prefetch(models, limits)
+    lineages: list[Lineage] = []
+    for done, model in enumerate(models):
+        if progress is not None:
+            progress(done, len(models), model)
+        lineages.append(catalog.lineage(model, limits))
+    # Every model's baselines at once: a dataset many models share has its history read once.
+    known = schema_baselines(catalog, store, lineages, now)
+    profiles_read = reads_profiles(checks)
+    profiled = (
+        profile_baselines(catalog, store, lineages, now)
+        if profiles_read
+        else {lineage.root: ({}, []) for lineage in lineages}
+    )
+    checked = Checked([], [], [], Evaluated(frozenset(check.name for check in checks)))
+    for lineage in lineages:
+        model_known, model_baselines = known[lineage.root]
+        model_profiles, new_profiles = profiled[lineage.root]
+        report, missed = check_model(
+            checks, lineage, model_known, now, model_profiles if profiles_read else None
+        )
+        checked.reports.append(report)
+        checked.baselines.extend(model_baselines)
+        checked.profile_baselines.extend(new_profiles)
+        checked.evaluated.add(lineage, missed.checks, missed.fields)
+    if progress is not None:
+        progress(len(models), len(models), "")
+    return checked
+
+
+def check_model(
+    checks: Sequence[Check],
+    lineage: Lineage,
+    known: Mapping[Urn, Baseline],
+    now: datetime,
+    profiles: Mapping[Urn, ProfileBaseline] | None = None,
+) -> tuple[ModelReport, _Missed]:
+    """The model's report, and what was not evaluated in it.
+
+    ``profiles``: the profile baselines, when a check reads profiles (None: none does; the
+    report then says nothing of profiles).
+    """
+    model = lineage.nodes[lineage.root]
+    # Usage is judged on the baseline's columns too: drift asks about removed and renamed ones.
+    usage = column_usage(lineage, {urn: b.schema for urn, b in known.items()})
+    findings: list[Finding] = []
+    unknown: dict[Urn, list[str]] = {}
+    errors: list[str] = []
+    missed: set[tuple[str, Urn]] = set()
+    undecided: set[tuple[str, Urn, str | None]] = set()
+    for urn, node in lineage.nodes.items():
+        if urn == lineage.root:
+            continue
+        baseline = known.get(urn)
+        ctx = CheckContext(
+            model=model,
+            path=lineage.paths[urn],
+            now=now,
+            usage=usage.get(urn, UNKNOWN_USAGE),
+            baseline=baseline.schema if baseline is not None else None,
+            profile_baseline=(profiles or {}).get(urn),
+        )
+        for check in checks:
+            try:
+                outcome = check.run(node, ctx)
+            except Exception as exc:  # a crashing check must not stop the walk; it is reported
+                errors.append(f"check {check.name} crashed on {urn}: {type(exc).__name__}: {exc}")
+                missed.add((check.name, urn))
+                continue
+            findings.extend(outcome.findings)
+            undecided.update((check.name, urn, field) for field in outcome.undecided)
+            if outcome.unknown is not None:
+                unknown.setdefault(urn, []).append(f"{check.name}: {outcome.unknown}")
+                missed.add((check.name, urn))
+    report = ModelReport(
+        urn=model.urn,
+        lineage=lineage,
+        findings=tuple(sorted(findings, key=lambda f: (-f.severity.rank, f.entity, f.field or ""))),
+        unknown={u: tuple(r) for u, r in unknown.items()},
+        errors=tuple(errors),
+        gaps=coverage_gaps(lineage),
+        profiles=profile_readiness(lineage, usage) if profiles is not None else None,
+    )
+    return report, _Missed(missed, undecided)
+
+
+def reads_profiles(checks: Sequence[Check]) -> bool:
+    """Whether a check compares DataHub profiles (its ``reads_profiles`` is True).
+
+    Only then does the scan choose profile baselines and work out profile readiness.
+    """
+    return any(getattr(check, "reads_profiles", False) is True for check in checks)
+
+
+@dataclass(frozen=True, slots=True)
+class _Missed:
+    """What one model's scan did not evaluate."""
+
+    checks: set[tuple[str, Urn]]
+    """(check, node) pairs that were not evaluated (unknown or crashed)."""
+    fields: set[tuple[str, Urn, str | None]]
+    """(check, node, field) a check that decided at the node still could not decide."""
+
+
+class Evaluated:
+    """Which (model, check, entity) triples a scan evaluated, for reconciliation.
+
+    Every check runs on every upstream node of every model, so the triples are kept as each
+    model's nodes plus the few that were not evaluated (unknown or crashed), not as a set of
+    all of them (one per check, node and model: millions in a large estate).
+    """
+
+    def __init__(self, checks: frozenset[str]) -> None:
+        self._checks = checks
+        self._nodes: dict[Urn, Mapping[Urn, Node]] = {}
+        self._missed: dict[Urn, set[tuple[str, Urn]]] = {}
+        self._undecided: dict[Urn, set[tuple[str, Urn, str | None]]] = {}
+
+    def add(
+        self,
+        lineage: Lineage,
+        missed: set[tuple[str, Urn]],
+        undecided: set[tuple[str, Urn, str | None]] | None = None,
+    ) -> None:
+        """Record one model's walk, what was not evaluated in it and the undecided fields."""
+        self._nodes[lineage.root] = lineage.nodes
+        self._missed[lineage.root] = missed
+        self._undecided[lineage.root] = undecided or set()
+
+    def undecided(self, model: Urn, check: str, entity: Urn, field: str | None) -> bool:
+        """True when ``check`` decided at ``entity`` for ``model`` but not on ``field``."""
+        return (check, entity, field) in self._undecided.get(model, set())
+
+    def covers(self, model: Urn, check: str, entity: Urn) -> bool:
+        """True when ``check`` was evaluated at ``entity`` for ``model``."""
+        nodes = self._nodes.get(model)
+        return (
+            nodes is not None
+            and entity != model
+            and entity in nodes
+            and check in self._checks
+            and (check, entity) not in self._missed[model]
+        )
+
+
+def schema_baselines(
+    catalog: Catalog, store: StateStore, lineages: Sequence[Lineage], now: datetime
+) -> dict[Urn, tuple[dict[Urn, Baseline], list[Baseline]]]:
+    """Per model: the schema it was trained on for each upstream dataset, and the new ones.
+
+    Established on first sight: first choice is what is stored; then the catalog's aspect
+    history as of the model's training time; when history cannot tell, the current schema
+    becomes the baseline (the first-scan snapshot). The store is read once for all models and the
+    history of every model's new datasets in one batched call, never once per dataset: an
+    estate has thousands of models sharing thousands of datasets.
+    """
+    missing: dict[Urn, list[Node]] = {}
+    known: dict[Urn, dict[Urn, Baseline]] = {}
+    wanted: list[tuple[Urn, datetime]] = []
+    all_stored = store.baselines_of([lineage.root for lineage in lineages])
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        datasets = [
+            node
+            for urn, node in lineage.nodes.items()
+            if urn != lineage.root
+            and node.entity_type is EntityType.DATASET
+            and node.schema is not None
+        ]
+        stored = {b.dataset: b for b in all_stored[model.urn]}
+        known[model.urn] = {n.urn: stored[n.urn] for n in datasets if n.urn in stored}
+        missing[model.urn] = [n for n in datasets if n.urn not in stored]
+        if model.trained_at is not None:
+            wanted += [(n.urn, model.trained_at) for n in missing[model.urn]]
+    history = _history(catalog, wanted)
+    result: dict[Urn, tuple[dict[Urn, Baseline], list[Baseline]]] = {}
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        new: list[Baseline] = []
+        for node in missing[model.urn]:
+            assert node.schema is not None
+            when = model.trained_at
+            historic = history.get((node.urn, when)) if when is not None else None
+            if historic is None:
+                new.append(Baseline(model.urn, node.urn, node.schema, "first_scan", now))
+            else:
+                # The same schema as today's (the common case) is kept once, not twice.
+                schema = node.schema if historic == node.schema else historic
+                new.append(Baseline(model.urn, node.urn, schema, "history", now))
+        known[model.urn].update((b.dataset, b) for b in new)
+        result[model.urn] = (known[model.urn], new)
+    return result
+
+
+def profile_baselines(
+    catalog: Catalog, store: StateStore, lineages: Sequence[Lineage], now: datetime
+) -> dict[Urn, tuple[dict[Urn, ProfileBaseline], list[ProfileBaseline]]]:
+    """Per model: the profile each profiled upstream dataset is compared with, and the new ones.
+
+    As for schemas, what is stored comes first. A dataset with a profile and no stored
+    baseline gets one: the newest profile taken at or before the model's training time, else
+    (none by then, or no training time) the oldest profile DataHub holds. The store and the
+    catalog are each read once for all models, in batches.
+    """
+    all_stored = store.profile_baselines_of([lineage.root for lineage in lineages])
+    known: dict[Urn, dict[Urn, ProfileBaseline]] = {}
+    missing: dict[Urn, list[Node]] = {}
+    wanted: list[tuple[Urn, datetime]] = []
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        stored = {b.dataset: b for b in all_stored[model.urn]}
+        profiled = [
+            node
+            for urn, node in lineage.nodes.items()
+            if urn != lineage.root
+            and node.entity_type is EntityType.DATASET
+            and node.profile is not None
+        ]
+        # A stored baseline counts even when DataHub holds no profile now (the check says so).
+        known[model.urn] = {urn: b for urn, b in stored.items() if urn in lineage.nodes}
+        missing[model.urn] = [n for n in profiled if n.urn not in stored]
+        if model.trained_at is not None:
+            wanted += [(n.urn, model.trained_at) for n in missing[model.urn]]
+    before: Mapping[tuple[Urn, datetime], DatasetProfile | None] = {}
+    oldest: Mapping[Urn, DatasetProfile | None] = {}
+    if isinstance(catalog, ProfileHistory):
+        if wanted:
+            before = catalog.profiles_before(dict.fromkeys(wanted))
+        first_seen = {
+            node.urn
+            for lineage in lineages
+            for node in missing[lineage.root]
+            if _at_training(before, node.urn, lineage.nodes[lineage.root].trained_at) is None
+        }
+        if first_seen:
+            oldest = catalog.oldest_profiles(sorted(first_seen))
+    result: dict[Urn, tuple[dict[Urn, ProfileBaseline], list[ProfileBaseline]]] = {}
+    for lineage in lineages:
+        model = lineage.nodes[lineage.root]
+        new: list[ProfileBaseline] = []
+        for node in missing[model.urn]:
+            assert node.profile is not None
+            at_training = _at_training(before, node.urn, model.trained_at)
+            if at_training is not None:
+                new.append(ProfileBaseline(model.urn, node.urn, at_training, "history", now))
+            else:
+                seen = oldest.get(node.urn) or node.profile
+                new.append(ProfileBaseline(model.urn, node.urn, seen, "first_scan", now))
+        known[model.urn].update((b.dataset, b) for b in new)
+        result[model.urn] = (known[model.urn], new)
+    return result
+
+
+def _at_training(
+    found: Mapping[tuple[Urn, datetime], DatasetProfile | None], urn: Urn, when: datetime | None
+) -> DatasetProfile | None:
+    return found.get((urn, when)) if when is not None else None
+
+
+def _history(
+    catalog: Catalog, wanted: Sequence[tuple[Urn, datetime]]
+) -> Mapping[tuple[Urn, datetime], Schema | None]:
+    """The schema of each urn as of each time, batched when the catalog can."""
+    if not wanted:
+        return {}
+    if isinstance(catalog, BatchedHistory):
+        return catalog.schemas_at(wanted)
+    return {(urn, when): catalog.schema_as_of(urn, when) for urn, when in dict.fromkeys(wanted)}
