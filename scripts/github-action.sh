@@ -231,6 +231,12 @@ if ((${#files[@]})); then
   fi
 fi
 
+# SARIF results need a file of the repository to show at: the metadata file or folder the
+# catalog was loaded from, unless the step's env names one (MLCOPILOT_SARIF_LOCATION).
+if ((${#files[@]})) && [[ -z ${MLCOPILOT_SARIF_LOCATION:-} ]]; then
+  export MLCOPILOT_SARIF_LOCATION=$catalog
+fi
+
 # --- the gate: one scan, every report from it ---
 scan=("$mlcopilot" scan --catalog "$spec")
 for model in "${models[@]}"; do

@@ -188,6 +188,21 @@ def test_demo_runs_with_a_read_only_mlcopilot_home(tmp_path: Path) -> None:
         assert "Resolved:" in ran.stdout
 
 
+def test_demo_into_a_file_or_a_ci_log_pads_no_line(tmp_path: Path) -> None:
+    """Off a terminal the console never wraps (10,000 columns): the rules and the previews'
+    frames are drawn 80 wide, and nothing is padded to the console's width."""
+    ran = run_cli(tmp_path, "demo", "--home", str(tmp_path / "d"), env=_no_credentials())
+
+    assert ran.code == 0, ran.stderr
+    lines = (ran.stdout + ran.stderr).splitlines()
+    rules = [line for line in lines if line.endswith("─" * 10)]
+    assert len(rules) >= 5  # the five steps' rules, at least
+    assert all(len(line) == 80 for line in rules), {len(line) for line in rules}
+    assert not [line for line in lines if line != line.rstrip()]  # nothing padded
+    assert max(len(line) for line in lines) < 500  # prose and table rows as they are
+    assert len(ran.stdout) < 40_000  # 754 KB when every line was 10,000 columns
+
+
 def _no_credentials() -> dict[str, str]:
     # run_cli starts from os.environ: blank out any credential the machine may have.
     return dict.fromkeys(_CREDENTIALS, "")

@@ -83,6 +83,16 @@ def test_redaction_catches_token_shapes_nobody_registered() -> None:
         assert secret not in cleaned, secret
 
 
+def test_redaction_catches_a_secret_in_a_query_string() -> None:
+    line = "Retrying (...) after connection broken by '...': /?token=CANARYQ1/api/graphql"
+    line += " https://h/x?q=1&api_key=CANARYQ2#f ?access_token=CANARYQ3&page=2"
+    cleaned = redact.redact(line)
+    for secret in ("CANARYQ1", "CANARYQ2", "CANARYQ3"):
+        assert secret not in cleaned, secret
+    assert "q=1&api_key=" in cleaned
+    assert "&page=2" in cleaned
+
+
 def test_config_errors_never_echo_a_secret(tmp_path: Path) -> None:
     bad = {
         "SLACK_WEBHOOK_URL": f"https://hooks.slack.com.evil.com{HOOK_PATH}",

@@ -320,6 +320,66 @@ def _checks_found(run: Run) -> list[str]:
     return sorted(f["check"] for m in report["models"] for f in m["findings"])
 
 
+def test_a_bad_value_is_named_by_the_source_that_set_it(tmp_path: Path, mlcopilot: Cli) -> None:
+    """A value from the file is the file's line, not a flag the user never typed."""
+    config = write(tmp_path / "c.toml", 'state_url = "sqlite://"\ncatalog = "foo:bar"\n')
+    run = mlcopilot("--config", str(config), "scan")
+    assert run.code == 2
+    assert run.stderr.startswith(f"error: {config}:2: catalog: 'foo:bar': expected lite:PATH")
+    assert "--catalog" not in run.stderr
+    run = mlcopilot("scan", env={"MLCOPILOT_CATALOG": "foo:bar"})
+    assert run.stderr.startswith("error: MLCOPILOT_CATALOG: 'foo:bar': expected lite:PATH")
+    run = mlcopilot("scan", "--catalog", "foo:bar")
+    assert run.stderr.startswith("error: --catalog 'foo:bar': expected lite:PATH")
+
+
+def test_the_catalog_kinds_the_settings_take_are_the_backends() -> None:
+    from mlcopilot.catalog import BACKENDS
+    from mlcopilot.settings import CATALOG_KINDS
+
+    assert set(CATALOG_KINDS) == set(BACKENDS)
+
+
+def test_config_naming_a_directory_says_so(tmp_path: Path, mlcopilot: Cli) -> None:
+    run = mlcopilot("--config", str(tmp_path), "scan")
+    assert run.code == 2
+    [line] = run.stderr.splitlines()
+    assert line == (
+        f"error: --config {tmp_path}: is a directory, not a configuration file; name the TOML "
+        "file (e.g. mlcopilot.toml)"
+    )
+    run = mlcopilot("incidents", "list", env={"MLCOPILOT_CONFIG": str(tmp_path)})
+    assert f"MLCOPILOT_CONFIG {tmp_path}: is a directory" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            '[notify]\ngroup_wait = "1m"\n\n[checks.stale_source]\ndefault_sla_hours = 24\n'
+            "bogus = 1\n",
+            ":6: checks.stale_source.bogus: unknown key",
+        ),
+        ("[checks]\nstale_source.bogus = 1\n", ":2: checks.stale_source.bogus: unknown key"),
+        (
+            '[checks.stale_source]\ndefault_sla_hours = "lots"\n',
+            ":2: checks.stale_source.default_sla_hours: Input should be a valid number",
+        ),
+        ("\n[checks.nosuch]\nx = 1\n", ":2: unknown check 'nosuch' configured"),
+    ],
+)
+def test_a_check_sections_problem_is_named_with_its_file_and_line(
+    tmp_path: Path, mlcopilot: Cli, text: str, said: str
+) -> None:
+    config = write(tmp_path / "c.toml", text)
+    commands = [("scan",)] if "unknown check" in said else [("scan",), ("config", "show")]
+    for command in commands:
+        run = mlcopilot("--config", str(config), *command)
+        assert run.code == 2, command
+        [line] = run.stderr.splitlines()
+        assert line.startswith(f"error: {config}{said}"), (command, line)
+
+
 def test_a_checks_section_changes_the_scan(tmp_path: Path, mlcopilot: Cli) -> None:
     assert mlcopilot("catalog", "load", str(_metadata(tmp_path / "meta.json"))).code == 0
     scan = ("scan", "--now", NOW, "--dry-run", "--format", "json")

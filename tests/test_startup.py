@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow  # each test starts a fresh interpreter
 
 __all__ = ["demo", "demo_home"]
 
-HEAVY = ("datahub", "sqlalchemy", "alembic", "mcp", "githubkit", "slack_sdk")
+HEAVY = ("datahub", "sqlalchemy", "alembic", "mcp", "githubkit", "mlcopilot.notify.sinks.slack")
 
 PROBE = """
 import json, sys
@@ -86,7 +86,7 @@ NOT_FOR_LITE = (
     "mlcopilot.catalog.mcp",
     "mlcopilot.catalog.datahub.catalog",
     "githubkit",
-    "slack_sdk",
+    "mlcopilot.notify.sinks.slack",
 )
 """What a ``lite:`` scan notifying nobody never runs: the MCP and GMS backends, the GitHub
 and Slack clients. (``datahub.ingestion.graph`` is loaded all the same: DataHub's own

@@ -10,6 +10,8 @@
     │   ├── CatalogUnavailable     the catalog cannot be reached at all      (exit 3)
     │   └── NodeNotFound           an URN the catalog does not know
     ├── StoreError                 the state database is unusable (corrupt, wrong schema)
+    │   ├── MissingStore           none exists where the settings point
+    │   └── StoreConflict          another process changed the same incidents at once
     └── PluginUnavailable          a plugin that cannot be imported (names the extra to install)
 
 Adapters wrap their libraries' exceptions with ``raise ... from exc`` at the boundary, so the
@@ -53,6 +55,14 @@ class NodeNotFound(CatalogError):
 
 class StoreError(MlCopilotError):
     """The state database cannot be used (corrupt, unreadable, from a newer version)."""
+
+
+class MissingStore(StoreError):
+    """No state database exists where the settings point: nothing was ever recorded there."""
+
+
+class StoreConflict(StoreError):
+    """Another process changed the same incidents at the same time; nothing was written."""
 
 
 class PluginUnavailable(MlCopilotError):

@@ -1,10 +1,11 @@
 """Secrets never leave the process: one redactor for logs, errors, the database and messages.
 
 Every configured secret value is registered here when it is read (:func:`register_secret`);
-known token shapes (GitHub, Slack, webhook URLs, ``Authorization`` headers, URL passwords) are
-redacted even when nobody registered them. :func:`install` hooks the redactor into logging
-itself (the record factory), so a record is clean before any handler, filter or third-party
-formatter sees it — including slack_sdk's debug lines that carry a full webhook URL.
+known token shapes (GitHub, Slack, webhook URLs, ``Authorization`` headers, URL passwords, the
+value of a query string's ``token=``, ``api_key=``, ``secret=``...) are redacted even when
+nobody registered them. :func:`install` hooks the redactor into logging itself (the record
+factory), so a record is clean before any handler, filter or third-party formatter sees it —
+including slack_sdk's debug lines that carry a full webhook URL.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ _PATTERNS: Final = (
     re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"(?<=://)[^:/@\s]*:[^@/\s]+(?=@)"),
 )
+
+_QUERY_SECRET: Final = re.compile(
+    r"(?i)([?&;](?:[a-z0-9_.-]*(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|"
+    r"signature|credential)s?|key|sig|auth)=)[^&#\s'\"<>]+"
+)
+"""A query-string parameter that names a secret (``?token=…``, ``&api_key=…``): its value."""
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -53,7 +60,7 @@ def redact(text: str) -> str:
             text = text.replace(secret, MASK)
     for pattern in _PATTERNS:
         text = pattern.sub(MASK, text)
-    return text
+    return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
 
 
 def redact_exception(exc: BaseException) -> str:

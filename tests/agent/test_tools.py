@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import ClientSession
+from mcp.shared.exceptions import McpError
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 from pydantic import AnyUrl
@@ -237,8 +238,12 @@ def test_list_incidents_by_state_and_model(connect: Callable[..., Connected]) ->
             await client.call_tool("list_incidents", {"model": "churn_predictor_v1"})
         )
         assert by_name["incidents"] == listed
-        other = _structured(await client.call_tool("list_incidents", {"model": "other_model"}))
-        assert other["incidents"] == []
+        # A model the catalog holds and no incident names, and one nobody knows (issue 25).
+        unknown = _error(await client.call_tool("list_incidents", {"model": "churn_predictor"}))
+        assert unknown.startswith("churn_predictor: no model of that name in lite:")
+        assert unknown.endswith("did you mean churn_predictor_v1?")
+        cased = await client.call_tool("list_incidents", {"model": "Churn_Predictor_V1"})
+        assert _structured(cased)["incidents"] == listed
         acknowledged = _structured(
             await client.call_tool("list_incidents", {"state": "acknowledged"})
         )
@@ -442,3 +447,113 @@ def test_a_bug_reaches_the_client_as_one_line_and_the_log_gets_the_traceback(
         anyio.run(main)
     assert "Traceback" in caplog.text
     assert "detail of the bug" in caplog.text
+
+
+# --- one sentence, the CLI's ids and names, our own version (issue 25, item 12)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "said"),
+    [
+        ("scan_model", {"model": "m", "fail_on": "severe"}, "fail_on: Input should be"),
+        ("scan_model", {}, "model is required"),
+        ("scan_model", {"model": 42}, "model: Input should be a valid string (got 42)"),
+        ("list_incidents", {"state": "bogus"}, "state: Input should be 'open'"),
+        ("list_incidents", {"limit": 0}, "limit: Input should be greater than or equal to 1"),
+    ],
+)
+def test_arguments_the_tool_refuses_are_one_sentence_without_pydantics_text(
+    connect: Callable[..., Connected], tool: str, arguments: dict[str, Any], said: str
+) -> None:
+    async def conversation(client: ClientSession) -> None:
+        text = _error(await client.call_tool(tool, arguments))
+        assert text.startswith(said), text
+        assert "pydantic" not in text
+        assert "validation error" not in text
+        assert "\n" not in text
+
+    connect().run(conversation)
+
+
+def test_incident_ids_are_taken_by_the_prefixes_the_cli_takes(
+    connect: Callable[..., Connected], demo_home: Path
+) -> None:
+    from mlcopilot.cli.incidents import MIN_PREFIX as CLI_PREFIX
+    from mlcopilot.incidents.ids import MIN_PREFIX
+
+    assert MIN_PREFIX == CLI_PREFIX == 6
+    store = open_store(default_state_url(demo_home), read_only=True)
+    try:
+        incident = next(i for i in store.incidents() if i.field == "signup_date")
+    finally:
+        store.close()
+
+    async def conversation(client: ClientSession) -> None:
+        for given in (incident.id[:6], incident.id[:10].upper(), f" {incident.id} "):
+            told = _structured(await client.call_tool("explain_incident", {"incident_id": given}))
+            assert told["incident_id"] == incident.id, given
+        short = _error(await client.call_tool("explain_incident", {"incident_id": incident.id[:5]}))
+        assert "at least 6 of its first characters" in short
+        read = await client.read_resource(AnyUrl(f"mlcopilot://incident/{incident.id[:6]}"))
+        (content,) = read.contents
+        assert isinstance(content, TextResourceContents)
+        assert "## What changed" in content.text
+
+    connect().run(conversation)
+
+
+def test_a_resource_error_is_said_once(connect: Callable[..., Connected]) -> None:
+    async def conversation(client: ClientSession) -> None:
+        with pytest.raises(McpError) as raised:
+            await client.read_resource(AnyUrl("mlcopilot://incident/nope"))
+        message = raised.value.error.message
+        assert "Error creating resource" not in message
+        assert message.startswith("no incident 'nope'")
+
+    connect().run(conversation)
+
+
+def test_the_server_announces_mlcopilots_version(connect: Callable[..., Connected]) -> None:
+    import mlcopilot
+
+    server = build_server(load_settings(environ={}))
+
+    async def main() -> None:
+        async with create_connected_server_and_client_session(server) as client:
+            init = await client.initialize()
+            assert init.serverInfo.name == "mlcopilot"
+            assert init.serverInfo.version == mlcopilot.__version__
+
+    anyio.run(main)
+
+
+def test_a_client_that_hangs_up_is_not_logged_as_an_error() -> None:
+    """The SDK logs a closed event stream as an error with a traceback: a DEBUG line here."""
+    import anyio as real_anyio
+
+    from mlcopilot.agent.http import ClientGone
+
+    def record(error: BaseException) -> logging.LogRecord:
+        try:
+            raise error
+        except BaseException:
+            import sys
+
+            return logging.LogRecord(
+                "mcp.server.streamable_http",
+                logging.ERROR,
+                __file__,
+                1,
+                "Error in standalone SSE writer",
+                None,
+                sys.exc_info(),
+            )
+
+    gone = record(real_anyio.ClosedResourceError())
+    assert ClientGone().filter(gone)
+    assert (gone.levelno, gone.exc_info) == (logging.DEBUG, None)
+    assert gone.getMessage() == "Error in standalone SSE writer: the client disconnected"
+    failed = record(KeyError("a real failure"))
+    assert ClientGone().filter(failed)
+    assert failed.levelno == logging.ERROR
+    assert failed.exc_info is not None

@@ -153,6 +153,9 @@ def test_streamable_http_needs_the_bearer_token(demo_home: Path) -> None:
         _, stderr = process.communicate(timeout=30)
     assert TOKEN not in stderr
     assert "streamable HTTP, bearer token required, read-only" in stderr
+    # The client closed its session normally: nothing to report (no ClosedResourceError).
+    assert "Traceback" not in stderr
+    assert "error" not in stderr.lower()
 
 
 @pytest.mark.parametrize("token", ["", "x9q7z"])

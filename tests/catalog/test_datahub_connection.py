@@ -83,6 +83,18 @@ def test_url_must_be_http(location: str, datahubenv: Path) -> None:
         settings_from_spec(location)
 
 
+@pytest.mark.parametrize(
+    "location",
+    ["http://admin:PW@gms:8080/?token=CANARYQ", "http://gms:8080/api?x=1", "http://gms#CANARYQ"],
+)
+def test_a_query_string_or_fragment_is_refused_up_front(location: str, datahubenv: Path) -> None:
+    """The SDK appends its paths to the URL (``/?token=x/api/graphql``): refused, unrepeated."""
+    with pytest.raises(ConfigError, match="takes no query string or fragment") as caught:
+        settings_from_spec(location)
+    assert "CANARYQ" not in str(caught.value)
+    assert "PW" not in str(caught.value)
+
+
 def test_display_url_drops_credentials() -> None:
     assert display_url("https://user:pass@gms.example:8443/api/gms?x=1") == (
         "https://gms.example:8443/api/gms"

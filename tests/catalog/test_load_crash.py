@@ -170,3 +170,23 @@ def test_a_full_disk_leaves_the_catalog_as_it_was(
     after_bytes = db.read_bytes()
     assert after_bytes[100:] == before_bytes[100:]
     assert after_bytes[:24] == before_bytes[:24]  # journal mode (bytes 18-19) back at rest
+
+
+def test_the_command_on_a_full_disk_exits_as_the_readme_says(
+    small_disk: Path, catalog: Path, big_file: Path
+) -> None:
+    """One ``error:`` line and exit 2 (a catalog that cannot be written), as documented."""
+    db = small_disk / "catalog.db"
+    shutil.copy(catalog, db)
+    process = start_load(db, big_file, small_disk)
+    _, raw_stderr = process.communicate(timeout=300)
+    stderr = raw_stderr.decode()
+
+    assert process.returncode == CatalogError.exit_code == 2, stderr
+    assert stderr.startswith("error: "), stderr
+    assert "database or disk is full" in stderr, stderr
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    load = readme.split("### Loading metadata: `mlcopilot catalog load`", 1)[1]
+    load = " ".join(load.split("\n#", 1)[0].split())
+    assert "full disk, a locked or damaged file) exits 2" in load
+    assert "exits 130" in load  # Ctrl-C and SIGTERM: the test above sees 130

@@ -118,6 +118,13 @@ def test_a_folder_is_loaded_in_name_order(tmp_path: Path) -> None:
     assert "::error title=mlcopilot schema_drift (critical)" in ran.stdout
     assert "signup_date" in ran.stdout
     assert "Loading 2 metadata file(s)" in ran.stdout
+    # Code scanning shows each SARIF result at the metadata the catalog was loaded from.
+    log = json.loads(ran.file("sarif-file").read_text(encoding="utf-8"))
+    locations = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+    }
+    assert locations == {"metadata"}
 
 
 def test_a_lite_spec_is_scanned_where_it_is(tmp_path: Path) -> None:

@@ -4,15 +4,20 @@ command, and catalog text that tries to inject a workflow command.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from pathlib import Path
 
 from mlcopilot.report.github import command, escape_data, escape_property
 from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
+from testing.hostile_names import BIDI
 from testing.installed_cli import run_cli
 
 DAY1 = "2026-11-20T09:00:00Z"
 INJECT = "x\n::set-output name=a::b"
 MASK = "y\r\n::add-mask::secret%0A::error::z,w"
+ESCAPES = "ctl\a\x1b[31mred\x1b[0m\u200b\u202e"
+INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200b-\u200f\u00ad\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 
 def test_findings_become_annotations_by_severity_and_the_summary_is_appended(
@@ -70,11 +75,37 @@ def test_a_column_named_to_inject_a_workflow_command_stays_inert(tmp_path: Path)
     assert ran.code == 0, ran.stderr
     lines = ran.stdout.splitlines()
     assert len(lines) == 2
-    # Each line is one of our annotations, whole; the names' newlines and '%' are escaped.
+    # Each line is one of our annotations, whole: the names' newlines are spaces (as in every
+    # human format) and '%' is escaped.
     assert all(line.startswith("::error title=mlcopilot pii_exposure") for line in lines)
-    assert "x%0A::set-output name=a::b" in ran.stdout
-    assert "y%0D%0A::add-mask::secret%250A::error::z,w" in ran.stdout
+    assert "x ::set-output name=a::b" in ran.stdout
+    assert "y ::add-mask::secret%250A::error::z,w" in ran.stdout
     assert "\r" not in ran.stdout
+
+
+def test_catalog_text_reaches_the_log_clean(tmp_path: Path) -> None:
+    """ESC, BEL, bidi overrides and zero-width characters never reach a terminal or a CI log
+    (a column could set a terminal's title or colours, or reorder what the log shows)."""
+    mcps = [
+        *dataset(
+            f"raw.ev{ESCAPES}ents",
+            fields=[(ESCAPES, "string"), (BIDI, "string")],
+            field_tags={ESCAPES: ["PII"], BIDI: ["PII"]},
+        ),
+        *ml_model(f"mo{ESCAPES}del", training_data=[dataset_urn(f"raw.ev{ESCAPES}ents")]),
+    ]
+    home = tmp_path / "home"
+    path = write_metadata_file(tmp_path / "metadata.json", mcps)
+    assert run_cli(home, "catalog", "load", str(path)).code == 0, "loaded"
+    ran = run_cli(home, "scan", "--now", DAY1, "--format", "github", "--fail-on", "high")
+
+    assert ran.code == 1, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert len(lines) == 3  # two findings and the gate
+    found = sorted({unicodedata.name(c, hex(ord(c))) for c in INVISIBLE.findall(ran.stdout)})
+    assert not found, found
+    assert "ctl[31mred[0m" in ran.stdout  # the text as it is, less what is invisible
+    assert "amountgnp.exex" in ran.stdout
 
 
 def test_escaping_follows_the_toolkit() -> None:

@@ -166,6 +166,46 @@ def test_junit_and_sarif_are_the_scans_own_formats(demo: Path, tmp_path: Path) -
     assert len(run["results"]) == 2  # the drop and the rename
 
 
+def test_a_dbt_manifest_as_the_schema_file_locates_the_sarif_results(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proposed schema's dbt model is the file GitHub shows each result at (issue 25)."""
+    from testing.sarif_rules import github_problems
+
+    repo = tmp_path / "repo"
+    sql = repo / "models" / "customers.sql"
+    sql.parent.mkdir(parents=True)
+    sql.write_text("select\n  customer_id,\n  email\nfrom src\n", encoding="utf-8")
+    node = {
+        "unique_id": "model.shop.customers",
+        "resource_type": "model",
+        "database": "warehouse",
+        "schema": "raw",
+        "alias": "customers",
+        "name": "customers",
+        "original_file_path": "models/customers.sql",
+        "columns": {c: {"name": c} for c in ("customer_id", "email")},
+    }
+    manifest = repo / "target" / "manifest.json"
+    manifest.parent.mkdir()
+    version = "https://schemas.getdbt.com/dbt/manifest/v12.json"
+    manifest.write_text(
+        json.dumps({"metadata": {"dbt_schema_version": version}, "nodes": {"m": node}}),
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(repo)
+    ran = impact(demo, "--schema-file", str(manifest), "--format", "sarif")
+
+    assert ran.code == 0, ran.stderr
+    log = json.loads(ran.stdout)
+    assert github_problems(log) == []
+    results = log["runs"][0]["results"]
+    assert results
+    for result in results:
+        location = result["locations"][0]["physicalLocation"]
+        assert location["artifactLocation"]["uri"] == "models/customers.sql"
+
+
 def test_unpaired_formats_are_refused_before_the_catalog_is_read(demo: Path) -> None:
     ran = impact(demo, "--drop", "plan", "--format", "json", "--format", "sarif")
     assert "2 --format and 0 --output" in one_error(ran)

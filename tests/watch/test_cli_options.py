@@ -44,3 +44,33 @@ def test_a_bad_duration_is_one_error_line_and_exit_2(
     assert len(errors) == 1, ran.stderr
     assert says in errors[0], errors
     assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({}, "no server is configured: set DATAHUB_GMS_URL"),
+        ({"DATAHUB_GMS_URL": "https://acme.acryl.io/gms"}, "needs a token"),
+        (
+            {
+                "DATAHUB_GMS_URL": "https://acme.acryl.io/gms?token=CANARYQ",
+                "DATAHUB_GMS_TOKEN": "t",
+            },
+            "takes no query string",
+        ),
+    ],
+)
+def test_datahub_cloud_without_its_server_is_one_error_line(
+    tmp_path: Path, env: dict[str, str], says: str
+) -> None:
+    """Not a traceback from DataHub Actions given the literal ``${DATAHUB_GMS_URL}``."""
+    unset = {"DATAHUB_GMS_URL": "", "DATAHUB_GMS_TOKEN": ""}
+    ran = run_cli(
+        tmp_path, "watch", env={**unset, "MLCOPILOT_WATCH_SOURCE": "datahub-cloud", **env}
+    )
+    assert ran.code == 2, ran.stderr
+    assert "Traceback" not in ran.stderr
+    [line] = ran.stderr.splitlines()
+    assert line.startswith("error: "), line
+    assert says in line
+    assert "CANARYQ" not in line

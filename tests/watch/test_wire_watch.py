@@ -21,10 +21,9 @@ from typing import Any
 
 import pytest
 
-from mlcopilot.errors import StoreError
+from mlcopilot.errors import MissingStore, StoreError
 from mlcopilot.model import Incident, OutboxStatus
 from mlcopilot.store import open_store
-from mlcopilot.store.opening import MissingStore
 from testing.broker import Broker, Events, Topics, WatchProcess, entity_change_event, watch_env
 from testing.fakes.slack import FakeSlack
 from testing.installed_cli import MLCOPILOT, run_cli

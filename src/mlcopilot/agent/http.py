@@ -8,9 +8,12 @@ path only, and the server's own log lines never quote a request header.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
+import logging
 import os
+import socket
 from collections.abc import Mapping
 
 from mcp.server.fastmcp import FastMCP
@@ -95,17 +98,81 @@ def authenticated_app(server: FastMCP, token: str) -> ASGIApp:
     return BearerToken(server.streamable_http_app(), token)
 
 
-def serve_http(server: FastMCP, *, host: str, port: int, token: str) -> None:
-    """Serve ``server`` over streamable HTTP on ``host:port`` until interrupted."""
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` for the server, before anything says it is serving.
+
+    The server is then started on this very socket (:func:`serve_http`), so nothing can take
+    the port in between.
+
+    Raises:
+        UsageError: The port is taken, or the host is no address of this machine; one
+            sentence naming the flag.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"--host {host}: cannot listen there ({reason})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        # As uvicorn binds: a port left in TIME_WAIT by an earlier run is free, one that a
+        # live server listens on is not.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"--port {port}: {host}:{port} is already in use (another server listens "
+                "there); choose another --port, or stop that server"
+            ) from None
+        raise UsageError(
+            f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc})"
+        ) from None
+    return sock
+
+
+SDK_HTTP_LOGGER = "mcp.server.streamable_http"
+"""The MCP SDK's streamable-HTTP transport, which logs a client's normal disconnect (its event
+stream closed) as an error with a ``ClosedResourceError`` traceback."""
+
+
+class ClientGone(logging.Filter):
+    """A client that hung up is not an error: its record becomes one DEBUG line, no traceback.
+
+    Only a stream closed under the transport (``anyio.ClosedResourceError``,
+    ``BrokenResourceError``) is so; every other error keeps its level and traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record; lower a disconnect's to DEBUG, without its traceback."""
+        import anyio
+
+        gone = record.exc_info[1] if record.exc_info else None
+        if isinstance(gone, anyio.ClosedResourceError | anyio.BrokenResourceError):
+            record.msg = f"{record.getMessage()}: the client disconnected"
+            record.args = None
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def serve_http(server: FastMCP, *, sock: socket.socket, token: str) -> None:
+    """Serve ``server`` over streamable HTTP on ``sock`` (:func:`listen`) until interrupted."""
     import uvicorn
 
     config = uvicorn.Config(
         authenticated_app(server, token),
-        host=host,
-        port=port,
         log_level="warning",
         # The access log would be the only place a request shows up: method and path, no
         # headers; kept off by default (--verbose turns logging up, not this).
         access_log=False,
     )
-    uvicorn.Server(config).run()
+    sdk = logging.getLogger(SDK_HTTP_LOGGER)
+    gone = ClientGone()
+    sdk.addFilter(gone)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sdk.removeFilter(gone)

@@ -15,6 +15,7 @@ Without ``allow_writes`` nothing a tool does writes anywhere: ``scan_model`` is 
 
 # No `from __future__ import annotations`: FastMCP evaluates each tool's signature, and
 # scan_model's `write` description is chosen when the server is built (a local name).
+import difflib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -24,9 +25,10 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.fastmcp import FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.fastmcp.exceptions import ResourceError, ToolError
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import AnyUrl, Field, ValidationError
 
 from mlcopilot import redact
 from mlcopilot.agent.results import (
@@ -48,6 +50,7 @@ from mlcopilot.checks import available_infos, infos_of
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import MlCopilotError, UsageError
 from mlcopilot.incidents.gate import GateRules, evaluate_gate
+from mlcopilot.incidents.ids import MIN_PREFIX, look_up
 from mlcopilot.incidents.payload import OutboxItem, SinkRef
 from mlcopilot.incidents.writeback import document_urn, incident_document, incident_urn, info_for
 from mlcopilot.model import (
@@ -201,16 +204,40 @@ class Service:
         store = open_state(self.settings)
         try:
             incidents = store.incidents(include_resolved=state in ("resolved", "all"))
+            wanted = model.strip() if model is not None else None
+            if wanted is not None:
+                # Every model that ever had an incident, then the catalog's: an unknown name
+                # is an error with the closest names, as `mlcopilot scan --model` says it.
+                known = {i.model for i in store.incidents(include_resolved=True)}
+                if not _names_model(wanted, known):
+                    self._check_model(wanted, known)
         finally:
             store.close()
-        wanted = model.strip() if model else None
         chosen = [
             i
             for i in incidents
-            if _state_matches(i, state)
-            and (wanted is None or wanted in (i.model, short_name(i.model)))
+            if _state_matches(i, state) and (wanted is None or _names_model(wanted, [i.model]))
         ]
         return IncidentList(incidents=[_incident_out(i) for i in chosen[:limit]], total=len(chosen))
+
+    def _check_model(self, wanted: str, known: set[str]) -> None:
+        """Nothing when the catalog holds the model ``wanted`` names; else UsageError."""
+        if not wanted:
+            raise UsageError("model is empty; give a model's urn or its name, or leave it out")
+        catalog = open_catalog(self.settings.catalog_spec, self.settings)
+        try:
+            models = set(catalog.models())
+            label = catalog.label
+        finally:
+            catalog.close()
+        if _names_model(wanted, models):
+            return
+        names = sorted({short_name(u) for u in models | known})
+        close = difflib.get_close_matches(short_name(wanted), names, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UsageError(
+            f"{wanted}: no model of that name in {label} nor among the incidents{hint}"
+        )
 
     def explain_incident(self, incident_id: str) -> Explanation:
         """What the incident record and the outbox hold about one incident."""
@@ -365,6 +392,12 @@ def _impact_answer(report: ImpactReport, infos: dict[str, CheckInfo]) -> ImpactA
     )
 
 
+def _names_model(wanted: str, models: Iterable[str]) -> bool:
+    """Whether ``wanted`` is one of ``models``' urns or names (a name in any case)."""
+    lowered = wanted.lower()
+    return any(wanted == u or short_name(u).lower() == lowered for u in models)
+
+
 def _state_matches(incident: Incident, wanted: str) -> bool:
     if wanted == "all":
         return True
@@ -374,12 +407,25 @@ def _state_matches(incident: Incident, wanted: str) -> bool:
 
 
 def _incident(store: StateStore, incident_id: str) -> Incident:
-    found = store.get(incident_id.strip())
-    if found is None:
+    """The incident ``incident_id`` names: its id, or a unique start of it, as the CLI takes."""
+    lookup = look_up(store, incident_id)
+    if lookup.found is not None:
+        return lookup.found
+    if lookup.too_short:
+        raise UsageError(
+            f"no incident {incident_id!r}; give its id or at least {MIN_PREFIX} of its first "
+            "characters (list_incidents gives the ids)"
+        )
+    if not lookup.matches:
         raise UsageError(
             f"no incident {incident_id!r} in the state database; list_incidents gives the ids"
         )
-    return found
+    ids = ", ".join(i.id for i in lookup.matches[:5])
+    more = f" and {len(lookup.matches) - 5} more" if len(lookup.matches) > 5 else ""
+    raise UsageError(
+        f"{incident_id!r} starts {len(lookup.matches)} incident ids ({ids}{more}); give more "
+        "of the one you mean"
+    )
 
 
 def _incident_out(incident: Incident) -> IncidentOut:
@@ -467,6 +513,71 @@ def _iso_or_none(when: datetime | None) -> str | None:
 # --- the FastMCP app
 
 
+class _Server(FastMCP):
+    """FastMCP, with errors of one sentence and mlcopilot's own version.
+
+    FastMCP words a tool argument its validation refuses as pydantic's text, with an
+    ``errors.pydantic.dev`` link and line breaks; prefixes a tool's own error with
+    "Error executing tool NAME:"; and says a resource template's error twice
+    ("Error creating resource from template: Error creating resource from template: ...");
+    the low-level server announces the MCP SDK's version as the server's.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        import mlcopilot
+
+        self._mcp_server.version = mlcopilot.__version__
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool; arguments it refuses are one sentence naming each."""
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_invalid_arguments(exc.__cause__)) from None
+            if isinstance(exc.__cause__, ToolError):  # ours (_run), less "Error executing tool"
+                raise ToolError(str(exc.__cause__)) from None
+            raise
+
+    async def read_resource(self, uri: AnyUrl | str) -> Iterable[ReadResourceContents]:
+        """Read a resource; our error is said once, as the tools say it."""
+        try:
+            return await super().read_resource(uri)
+        except ValueError as exc:
+            ours = _tool_error_in(exc)
+            if ours is None:
+                raise
+            raise ResourceError(str(ours)) from None
+
+
+def _invalid_arguments(error: ValidationError) -> str:
+    """Each refused argument, ``name: what is wrong (got value)``, on one line."""
+    problems = []
+    for problem in error.errors(include_url=False):
+        name = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        if problem["type"] == "missing":
+            problems.append(f"{name} is required")
+            continue
+        what = str(problem["msg"]).removeprefix("Value error, ")
+        got = problem.get("input")
+        shown = f" (got {got!r})" if isinstance(got, str | int | float | bool) else ""
+        problems.append(f"{name}: {what}{shown}")
+    return redact.redact(" ".join("; ".join(problems).split()))
+
+
+def _tool_error_in(exc: BaseException) -> ToolError | None:
+    """The ToolError an exception (FastMCP's wrapping of ours) carries, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ToolError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 async def _run(work: Callable[[], T]) -> T:
     """``work`` in a worker thread; an expected error as one sentence, a bug without traceback.
 
@@ -528,7 +639,7 @@ def build_server(
     """
     service = Service(settings, allow_writes=allow_writes, clock=clock)
     # WARNING: FastMCP's own INFO lines (one per request) would drown the command's stderr.
-    server = FastMCP(
+    server = _Server(
         SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port, log_level="WARNING"
     )
 

@@ -280,6 +280,13 @@ each dead outbox row would be said twice, once as a log line and once in the rep
 """
 
 
+LIBRARY_CHATTER = ("urllib3", "requests")
+"""Loggers of HTTP libraries whose warnings are their own retries ("Retrying (...) after
+connection broken by ...: /api/graphql"): mlcopilot says what failed once, in its own
+``error:`` line, after the retries. Shown only with ``--verbose`` or ``--debug`` (and always in
+``--log-file``), redacted like every record."""
+
+
 class _LevelPrefix(logging.Formatter):
     """``warning: message``: a log line reads like the command's own warnings."""
 
@@ -308,7 +315,12 @@ def set_up_logging(*, level: int, log_file: Path | None) -> None:
     else:
         stderr.setFormatter(_LevelPrefix("%(message)s"))
     if level > logging.INFO:
-        stderr.addFilter(lambda record: not record.name.startswith(QUIET_LOGGERS))
+        stderr.addFilter(
+            lambda record: (
+                not record.name.startswith(QUIET_LOGGERS)
+                and record.name.partition(".")[0] not in LIBRARY_CHATTER
+            )
+        )
     elif level == logging.INFO:  # --verbose: what mlcopilot does, not every library's chatter
         stderr.addFilter(
             lambda record: record.levelno >= logging.WARNING or record.name.startswith("mlcopilot")

@@ -77,6 +77,9 @@ _MADE = (
 """The files a demo makes in its home, besides its notifications folder."""
 _SAVED = "[0-9][0-9][0-9]-*.json"
 """The notification requests a demo saves (``001-github-open.json``...)."""
+FRAMED = 80
+"""The width of the demo's rules off a terminal (a file, a CI log), whose console is unwrapped
+(:data:`mlcopilot.cli.display.UNWRAPPED`): no line is padded to 10,000 columns."""
 
 
 def prepare_home(home: Path | None, console: Console) -> Path:
@@ -235,7 +238,14 @@ class _Notifications:
             title = "Slack message (Block Kit, shown as its text)"
             blocks = preview.payload.get("blocks", [])
             text = "\n".join(_block_text(b) for b in blocks)
-        self.console.print(Panel(escape(text), title=escape(title), title_align="left"))
+        if self.console.is_terminal:
+            self.console.print(Panel(escape(text), title=escape(title), title_align="left"))
+            return
+        # Off a terminal (a file, a CI log) the console is unwrapped, so a panel would pad
+        # every line to its width: the text as plain lines between two short rules instead.
+        self.console.print(Rule(escape(title), align="left"), width=FRAMED)
+        self.console.print(escape(text), soft_wrap=True)
+        self.console.print(Rule(), width=FRAMED)
 
 
 def _block_text(block: Mapping[str, object]) -> str:
@@ -367,4 +377,6 @@ def _show_writeback(catalog: LiteCatalog, result: ScanResult, path: Path, consol
 
 def _step(console: Console, number: str, title: str) -> None:
     console.print()
-    console.print(Rule(f"[bold]{number}  {escape(title)}[/]", align="left"))
+    # On a terminal a rule spans it; off one (unwrapped, 10,000 columns) it is FRAMED wide.
+    width = None if console.is_terminal else FRAMED
+    console.print(Rule(f"[bold]{number}  {escape(title)}[/]", align="left"), width=width)

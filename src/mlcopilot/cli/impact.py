@@ -8,6 +8,7 @@ written. Reports as ``scan`` writes them: ``--format``/``--output`` in pairs.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -35,11 +36,12 @@ from mlcopilot.cli.scan_guard import (
     scan_clock,
     walk_limits,
 )
-from mlcopilot.errors import UsageError
+from mlcopilot.errors import ConfigError, UsageError
 from mlcopilot.model import Severity
 
 if TYPE_CHECKING:
     from mlcopilot.model import CheckInfo, Deprecation
+    from mlcopilot.report.sarif import Locator
     from mlcopilot.scan.whatif import ImpactReport
 
 
@@ -179,6 +181,16 @@ def impact_command(
             )
     settings = command_settings(catalog, state_url)
     checks = configured_checks(settings)
+    locator = None
+    if any(each_format is OutputFormat.sarif for each_format, _ in reports):
+        from mlcopilot.report.sarif import locator_from_settings
+
+        locator = locator_from_settings(settings)
+        if schema_file is not None and locator.manifest is None:
+            # A dbt manifest given as the proposed schema locates the results too (another
+            # schema file does not: its own read below says what is wrong with it).
+            with contextlib.suppress(ConfigError):
+                locator = locator_from_settings(settings, manifest=schema_file)
     with opened_for_scan(settings, dry_run=True) as (cat, store):
         urn = resolve_dataset(cat, dataset, limits)
         if schema_file is not None:
@@ -193,7 +205,7 @@ def impact_command(
     *others, last = sorted(reports, key=lambda pair: pair[1] is None)
     for each_format, path in others:
         if path is not None:
-            write_atomically(path, _render(report, each_format, infos, fail_on))
+            write_atomically(path, _render(report, each_format, infos, fail_on, locator))
             if not quiet:
                 err.print(f"Report written to {path}")
     each_format, path = last
@@ -206,7 +218,7 @@ def impact_command(
             out.print()
         out.print(closing, soft_wrap=True, markup=False)
     else:
-        text = _render(report, each_format, infos, fail_on)
+        text = _render(report, each_format, infos, fail_on, locator)
         if path is None:
             sys.stdout.write(text)
             err.print(closing, soft_wrap=True, markup=False)
@@ -264,6 +276,7 @@ def _render(
     output_format: OutputFormat,
     checks: list[CheckInfo],
     fail_on: Severity | None,
+    locator: Locator | None = None,
 ) -> str:
     """The report in one format (``paired_reports`` turns a table bound for a file to markdown)."""
     from mlcopilot.cli.render import impact_report
@@ -277,7 +290,7 @@ def _render(
     if output_format is OutputFormat.sarif:
         from mlcopilot.report.sarif import render_sarif
 
-        return render_sarif(report.as_scan_result(), checks)
+        return render_sarif(report.as_scan_result(), checks, locator)
     markdown = impact_report.render_impact_markdown(report, checks, fail_on)
     if output_format is OutputFormat.github:
         from mlcopilot.incidents.gate import GateRules, evaluate_gate

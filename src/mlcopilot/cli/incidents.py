@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from mlcopilot.protocols import StateStore
 
 MIN_PREFIX = 6
-"""The shortest start of an id that ``ack`` and ``resolve`` take for the whole id."""
+"""The shortest start of an id that ``ack`` and ``resolve`` take for the whole id (the same as
+:data:`mlcopilot.incidents.ids.MIN_PREFIX`, kept here so ``--help`` imports nothing)."""
 
 
 class StateFilter(StrEnum):
@@ -141,29 +142,28 @@ def resolve_id(store: StateStore, given: str) -> str:
         UsageError: No incident has this id or start, the start is shorter than
             :data:`MIN_PREFIX`, or several ids start so (they are listed).
     """
+    from mlcopilot.incidents.ids import look_up
     from mlcopilot.text.names import short_name
 
-    if store.get(given) is not None:
-        return given
-    start = given.strip().lower()
-    if len(start) < MIN_PREFIX:
+    lookup = look_up(store, given)
+    if lookup.found is not None:
+        return lookup.found.id
+    if lookup.too_short:
         raise UsageError(
             f"no incident {given}; give its id or at least {MIN_PREFIX} of its first "
             "characters — see `mlcopilot incidents list`"
         )
-    matches = [i for i in store.incidents(include_resolved=True) if i.id.startswith(start)]
+    matches = lookup.matches
     if not matches:
         raise UsageError(f"no incident {given} — see `mlcopilot incidents list`")
-    if len(matches) > 1:
-        candidates = [
-            f"{i.id}  {i.state.value}  {i.check} at {short_name(i.entity)} ({short_name(i.model)})"
-            for i in matches
-        ]
-        raise UsageError(
-            f"{given} starts {len(matches)} incident ids; give more of the one you mean:\n"
-            + "\n".join(candidates)
-        )
-    return matches[0].id
+    candidates = [
+        f"{i.id}  {i.state.value}  {i.check} at {short_name(i.entity)} ({short_name(i.model)})"
+        for i in matches
+    ]
+    raise UsageError(
+        f"{given} starts {len(matches)} incident ids; give more of the one you mean:\n"
+        + "\n".join(candidates)
+    )
 
 
 @incidents_app.command("ack")
@@ -248,7 +248,13 @@ def incidents_resolve(
         clock = AnnouncedWaits(OffsetClock(now), err)
         relay, datahub = build_relay(settings, cat, store, clock)
         report = relay.run()
-    print_writes(datahub.applied, out, dry_run=False)
+    # "Already up to date" only when the write-back went out and changed nothing; a row that
+    # did not go out is said once, by the relay's lines ("not delivered yet", "dead").
+    held = [item for item, _ in (*report.retrying, *report.dead) if item.sink == "datahub"]
+    if not settings.write_back:
+        out.print("Write-back: off (shadow run); nothing written to the catalog.")
+    elif datahub.applied or not (held or "datahub" in report.skipped_sinks):
+        print_writes(datahub.applied, out, dry_run=False)
     print_relay(report, out)
     if not report.ok:
         raise typer.Exit(5)

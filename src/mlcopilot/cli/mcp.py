@@ -57,7 +57,7 @@ def mcp_command(
     state_url: StateOption = None,
 ) -> None:
     """Serve mlcopilot to agents over MCP: scans, incidents and their documents."""
-    from mlcopilot.agent.http import serve_http, token_from_environment
+    from mlcopilot.agent.http import listen, serve_http, token_from_environment
     from mlcopilot.agent.server import build_server
     from mlcopilot.cli.scan_guard import scan_clock
 
@@ -75,8 +75,9 @@ def mcp_command(
     if token is None:
         server.run("stdio")
         return
+    sock = listen(host, port)  # a port in use is one error line, before any banner
     err.print(
         f"mlcopilot MCP server on http://{host}:{port}/mcp (streamable HTTP, bearer token "
         f"required{'; writes allowed' if allow_writes else ', read-only'})"
     )
-    serve_http(server, host=host, port=port, token=token)
+    serve_http(server, sock=sock, token=token)

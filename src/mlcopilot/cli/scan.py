@@ -45,8 +45,10 @@ if TYPE_CHECKING:
     from mlcopilot.model import CheckInfo
     from mlcopilot.protocols import StateStore
     from mlcopilot.report.html import ReportLinks
+    from mlcopilot.report.sarif import Locator
     from mlcopilot.report.summary import ScanOutcome
     from mlcopilot.scan.checking import Progress as ScanProgress
+    from mlcopilot.settings import Settings
 
 
 @app.command("scan")
@@ -153,6 +155,7 @@ def scan_command(
         notify = replace(notify, write_back=write_back)
     checks = configured_checks(settings)
     reports = paired_reports(output_format or [OutputFormat.table], output or [])
+    locator = _sarif_locator(settings, reports)  # a bad [sarif] dbt_manifest fails here
 
     from mlcopilot.incidents.gate import evaluate_gate
     from mlcopilot.report.summary import ScanOutcome
@@ -182,11 +185,11 @@ def scan_command(
     for each_format, path in others:
         if path is None:  # never: paired_reports lets at most one report go to stdout
             continue
-        text = _render(closing, each_format, json_version, infos, fail_on, links)
+        text = _render(closing, each_format, json_version, infos, fail_on, links, locator)
         write_atomically(path, text or "")
         if not quiet:
             err.print(f"Report written to {path}")
-    text = _render(closing, last[0], json_version, infos, fail_on, links)
+    text = _render(closing, last[0], json_version, infos, fail_on, links, locator)
     _emit(text, last[1], closing, quiet=quiet)
     if verdict is not None and not verdict.passed:
         raise typer.Exit(1)
@@ -222,6 +225,7 @@ def _render(
     checks: Sequence[CheckInfo],
     fail_on: Severity | None,
     links: ReportLinks | None = None,
+    locator: Locator | None = None,
 ) -> str | None:
     from mlcopilot.report.json import render_json, render_markdown
 
@@ -236,7 +240,7 @@ def _render(
     if output_format is OutputFormat.sarif:
         from mlcopilot.report.sarif import render_sarif
 
-        return render_sarif(closing.result, checks)
+        return render_sarif(closing.result, checks, locator)
     if output_format is OutputFormat.github:
         from mlcopilot.report.github import append_step_summary, render_github
 
@@ -256,6 +260,17 @@ def _render(
     if output_format is OutputFormat.markdown:
         return render_markdown(closing.result, closing)
     return None
+
+
+def _sarif_locator(
+    settings: Settings, reports: Sequence[tuple[OutputFormat, Path | None]]
+) -> Locator | None:
+    """Where SARIF results point in the repository (``[sarif]``); None: no SARIF asked for."""
+    if all(each_format is not OutputFormat.sarif for each_format, _ in reports):
+        return None
+    from mlcopilot.report.sarif import locator_from_settings
+
+    return locator_from_settings(settings)
 
 
 def _html_links(

@@ -3,21 +3,27 @@
 Each finding becomes an annotation: critical and high ``::error``, medium ``::warning``, low
 ``::notice``, titled by its check and model. A failed gate adds one ``::error`` of its own.
 
-Catalog text is escaped as GitHub's toolkit (``@actions/core``, ``command.ts``) escapes it:
-``%``, CR and LF in the message, and ``:`` and ``,`` too in a property. So a column whose
-name holds a newline and ``::add-mask::y`` stays inside its annotation: no line of the output
-starts a workflow command but the ones written here.
+Catalog text is cleaned first, as every other human format cleans it
+(:func:`mlcopilot.text.safe.clean`): no control character (ESC, BEL: a terminal's escape
+sequences), bidi override or zero-width character reaches a terminal or a CI log, and a
+newline becomes a space. Then it is escaped as GitHub's toolkit (``@actions/core``,
+``command.ts``) escapes it: ``%``, CR and LF in the message, and ``:`` and ``,`` too in a
+property. So a column whose name holds a newline and ``::add-mask::y`` stays inside its
+annotation, on its line: no line of the output starts a workflow command but the ones written
+here.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 from mlcopilot.incidents.gate import GateVerdict
 from mlcopilot.model import Finding, Severity
 from mlcopilot.scan import ScanResult
 from mlcopilot.text.names import short_name
+from mlcopilot.text.safe import clean
 
 COMMANDS = {
     Severity.CRITICAL: "error",
@@ -39,13 +45,15 @@ def escape_property(text: str) -> str:
 
 
 def command(name: str, message: str, **properties: str) -> str:
-    """One workflow command line, ``::name key=value,...::message``, everything escaped."""
-    shown = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
-    return (
-        f"::{name} {shown}::{escape_data(message)}"
-        if shown
-        else f"::{name}::{escape_data(message)}"
+    """One workflow command line, ``::name key=value,...::message``, all cleaned and escaped.
+
+    Nothing is cut: an annotation shows the whole message.
+    """
+    shown = ",".join(
+        f"{key}={escape_property(clean(value, sys.maxsize))}" for key, value in properties.items()
     )
+    text = escape_data(clean(message, sys.maxsize))
+    return f"::{name} {shown}::{text}" if shown else f"::{name}::{text}"
 
 
 def render_github(result: ScanResult, verdict: GateVerdict | None) -> str:

@@ -23,6 +23,7 @@ from datetime import datetime
 
 from mlcopilot.checks import infos_of
 from mlcopilot.clock import Clock, OffsetClock
+from mlcopilot.errors import StoreConflict
 from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.incidents.payload import NotifyPolicy, NotifyRequest, PlannedRow, Sink
 from mlcopilot.incidents.writeback import plan_writeback
@@ -43,7 +44,6 @@ from mlcopilot.notify.sinks.datahub import DataHubSink, encode_writes
 from mlcopilot.protocols import Catalog, Check, StateStore, WalkLimits
 from mlcopilot.scan.checking import Checked, Progress, walk_and_check
 from mlcopilot.scan.selection import check_clock, models_to_scan, nothing_to_scan
-from mlcopilot.store import StoreConflict
 from mlcopilot.text.wording import count
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from pydantic import ValidationError
+
 from mlcopilot.catalog import BACKENDS, LiteOpener, ServerCatalog, load_backend
 from mlcopilot.checks import load_checks
 from mlcopilot.errors import ConfigError, StoreError, UsageError
@@ -122,4 +124,30 @@ def configured_checks(settings: Settings) -> list[Check]:
     except ConfigError as exc:
         if settings.file is None or not settings.checks:
             raise
-        raise ConfigError(f"{settings.file}: {exc}") from exc
+        raise ConfigError(_where_in_file(settings, exc)) from exc
+
+
+def _where_in_file(settings: Settings, exc: ConfigError) -> str:
+    """``exc`` (a check section refused) said as ``PATH:LINE: checks.NAME.KEY: problem``.
+
+    As every other key of the file is named (``config show`` too); the file alone when the
+    key cannot be placed.
+    """
+    message = str(exc)
+    name = next((n for n in settings.checks if f"check {n!r}" in message), None)
+    cause = exc.__cause__
+    if name is None:
+        return f"{settings.file}: {message}"
+    if not isinstance(cause, ValidationError):  # an unknown check, a section not a table
+        return f"{settings.where_is(f'checks.{name}')}: {message}"
+    problems = []
+    for error in cause.errors():
+        key = ".".join(str(part) for part in error["loc"])
+        dotted = f"checks.{name}.{key}" if key else f"checks.{name}"
+        what = (
+            "unknown key"
+            if error["type"] == "extra_forbidden"
+            else f"{error['msg'].removeprefix('Value error, ')} (got {error.get('input')!r})"
+        )
+        problems.append(f"{settings.where_is(dotted)}: {dotted}: {what}")
+    return "; ".join(problems)

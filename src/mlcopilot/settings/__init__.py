@@ -155,6 +155,24 @@ def _allowed_hosts(value: list[str]) -> list[str]:
     return value
 
 
+CATALOG_KINDS: Final = ("lite", "datahub", "mcp")
+"""What a ``catalog`` spec may start with: the backends of ``mlcopilot.catalog.BACKENDS``."""
+
+
+def _catalog_spec(value: str | None) -> str | None:
+    # Checked here, so a bad value is named where it was set (the file's line, the variable);
+    # the wiring checks a --catalog flag the same way.
+    if not value:
+        return value
+    kind, sep, location = value.partition(":")
+    if not sep or (not location and kind != "datahub") or kind not in CATALOG_KINDS:
+        raise ValueError(
+            f"{value!r}: expected lite:PATH, datahub:URL or mcp:URL "
+            "(e.g. lite:~/.mlcopilot/catalog.db)"
+        )
+    return value
+
+
 Duration = Annotated[timedelta, BeforeValidator(_duration)]
 OptionalDuration = Annotated[timedelta | None, BeforeValidator(_optional_duration)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
@@ -240,6 +258,26 @@ class ReportSection(_Section):
         None,
         description="https URL of the published HTML report, for links in GitHub issues and "
         "Slack messages; {model} becomes the model's name",
+    )
+
+
+class SarifSection(_Section):
+    """``[sarif]``: where ``--format sarif`` puts each result in the repository.
+
+    GitHub's code scanning shows a result only at a file location; a catalog finding has
+    none of its own. Paths are relative to the repository's root, the folder the scan runs
+    in (as in CI).
+    """
+
+    dbt_manifest: str | None = Field(
+        None,
+        description="a dbt manifest.json: a finding on a dataset dbt builds points at its "
+        "model's file",
+    )
+    location: str | None = Field(
+        None,
+        description="the file every other finding points at (e.g. the metadata file or the "
+        "training code); default: the catalog file",
     )
 
 
@@ -338,6 +376,8 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "notify.test_write_spacing": "MLCOPILOT_TEST_WRITE_SPACING",
     "notify.failpoint": "MLCOPILOT_FAILPOINT",
     "report.url": "MLCOPILOT_REPORT_URL",
+    "sarif.dbt_manifest": "MLCOPILOT_SARIF_DBT_MANIFEST",
+    "sarif.location": "MLCOPILOT_SARIF_LOCATION",
     "watch.source": "MLCOPILOT_WATCH_SOURCE",
     # DataHub's own names, as its services and the Actions framework read them.
     "watch.bootstrap": "KAFKA_BOOTSTRAP_SERVER",
@@ -377,7 +417,7 @@ class Settings(BaseSettings):
         default_factory=lambda: Path.home() / ".mlcopilot",
         description="where the embedded catalog and the state database live",
     )
-    catalog: str | None = Field(
+    catalog: Annotated[str | None, AfterValidator(_catalog_spec)] = Field(
         None, description="lite:PATH, datahub:URL (datahub: for DataHub's own settings), mcp:URL"
     )
     state_url: str | None = Field(
@@ -388,6 +428,7 @@ class Settings(BaseSettings):
     slack: SlackSection = Field(default_factory=SlackSection)
     notify: NotifySection = Field(default_factory=NotifySection)
     report: ReportSection = Field(default_factory=ReportSection)
+    sarif: SarifSection = Field(default_factory=SarifSection)
     watch: WatchSection = Field(default_factory=WatchSection)
     checks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="each check's own section, parsed by the check"

@@ -36,13 +36,19 @@ def locate(
     exists. A file named by the flag or the variable must exist.
 
     Raises:
-        ConfigError: ``--config`` or ``$MLCOPILOT_CONFIG`` names a file that does not exist.
+        ConfigError: ``--config`` or ``$MLCOPILOT_CONFIG`` names a file that does not exist,
+            or a directory.
     """
     named = environ.get(CONFIG_ENV) or None
     for path, how in ((flag, "--config"), (Path(named) if named else None, CONFIG_ENV)):
         if path is None:
             continue
         path = path.expanduser()
+        if path.is_dir():
+            raise ConfigError(
+                f"{how} {path}: is a directory, not a configuration file; name the TOML file "
+                "(e.g. mlcopilot.toml)"
+            )
         if not path.is_file():
             raise ConfigError(f"{how} {path}: no such configuration file")
         return path, how

@@ -6,7 +6,7 @@ commands that record a scan create a database (``create=True``); a missing one i
 :class:`MissingStore` otherwise, and a file that is not already mlcopilot's is refused.
 """
 
-from mlcopilot.store.opening import MissingStore
-from mlcopilot.store.sql import SqlStore, StoreConflict, default_state_url, open_store
+from mlcopilot.errors import MissingStore, StoreConflict
+from mlcopilot.store.sql import SqlStore, default_state_url, open_store
 
 __all__ = ["MissingStore", "SqlStore", "StoreConflict", "default_state_url", "open_store"]

@@ -14,17 +14,13 @@ from typing import Final
 
 from sqlalchemy.engine import URL
 
-from mlcopilot.errors import StoreError
+from mlcopilot.errors import MissingStore, StoreError
 
 SQLITE_HEADER: Final = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
 
 WHERE_FROM: Final = "check --state-url, MLCOPILOT_STATE_URL or MLCOPILOT_HOME"
 """Where the path of the state database comes from, for messages."""
-
-
-class MissingStore(StoreError):
-    """No state database exists where the settings point: nothing was ever recorded there."""
 
 
 def sqlite_file(url: URL) -> Path | None:

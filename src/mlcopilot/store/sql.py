@@ -51,7 +51,7 @@ from sqlalchemy.exc import (
     StatementError,
 )
 
-from mlcopilot.errors import StoreError, UsageError
+from mlcopilot.errors import MissingStore, StoreConflict, StoreError, UsageError
 from mlcopilot.incidents import lifecycle
 from mlcopilot.incidents.payload import problems
 from mlcopilot.model import (
@@ -80,7 +80,6 @@ from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
 from mlcopilot.store.opening import (
-    MissingStore,
     check_sqlite_file,
     empty_store_message,
     read_only_url,
@@ -96,10 +95,6 @@ _TABLES: Final = frozenset(t.metadata.tables)
 _MIGRATION_LOCK: Final = 0x6D6C_636F_7069_6C6F  # "mlcopilo": serialises migrations on Postgres
 _PG_CONNECT_TIMEOUT_S: Final = 10
 _WRITE: Final = "mlcopilot_write"
-
-
-class StoreConflict(StoreError):
-    """Another process changed the same incidents at the same time; nothing was written."""
 
 
 def default_state_url(home: Path) -> str:

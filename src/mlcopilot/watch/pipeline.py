@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from mlcopilot import redact
+from mlcopilot.errors import ConfigError
 from mlcopilot.settings import Settings, format_duration
 
 ACTION_TYPE: Final = "mlcopilot"
@@ -170,6 +171,34 @@ def _filter(aspects: Sequence[str]) -> dict[str, Any]:
             }
         },
     }
+
+
+def check_cloud_settings(settings: Settings) -> None:
+    """For ``watch.source = datahub-cloud``: the server and token the events API needs.
+
+    DataHub Actions would otherwise be handed the placeholders ``--print-config`` writes
+    (``${DATAHUB_GMS_URL}``) and fail deep inside with a traceback.
+
+    Raises:
+        ConfigError: No GMS URL or no token is configured, or the URL is not one; one
+            sentence saying what to set.
+    """
+    source = settings.name_of("watch.source")
+    datahub = settings.datahub
+    if not datahub.gms_url:
+        raise ConfigError(
+            f"watch.source = datahub-cloud ({source}) reads DataHub Cloud's events API, and "
+            "no server is configured: set DATAHUB_GMS_URL (e.g. "
+            "https://your-account.acryl.io/gms) and DATAHUB_GMS_TOKEN"
+        )
+    if datahub.token is None:
+        raise ConfigError(
+            f"watch.source = datahub-cloud ({source}) needs a token for DataHub Cloud's events "
+            "API: set DATAHUB_GMS_TOKEN (or DATAHUB_GMS_TOKEN_FILE)"
+        )
+    from mlcopilot.catalog.datahub.connection import normalize_url
+
+    normalize_url(datahub.gms_url)  # http(s), a host, no query string: one error line
 
 
 def _datahub(settings: Settings, *, for_display: bool) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from mlcopilot.errors import CatalogUnavailable, MlCopilotError
 from mlcopilot.settings import Settings
 from mlcopilot.watch.connect import CONNECT_WAIT_S, check_kafka, check_registry
 from mlcopilot.watch.events import CHANGE_LOG_ASPECTS
-from mlcopilot.watch.pipeline import pipeline_config
+from mlcopilot.watch.pipeline import check_cloud_settings, pipeline_config
 from mlcopilot.watch.relays import LOG_FORMAT
 
 
@@ -54,6 +54,7 @@ def watch(
     Creating the pipeline walks every watched model and starts the worker.
 
     Raises:
+        ConfigError: ``watch.source = datahub-cloud`` with no GMS URL or token configured.
         CatalogUnavailable: Kafka or the schema registry did not answer within
             ``connect_wait`` seconds, the catalog cannot be reached, or the event source
             failed for good.
@@ -71,6 +72,8 @@ def watch(
         topics = list(config["source"]["config"]["topic_routes"].values())
         check_kafka(watch_settings.bootstrap, topics, group=config["name"], wait=connect_wait)
         check_registry(watch_settings.schema_registry_url, wait=connect_wait)
+    else:
+        check_cloud_settings(settings)
     try:
         pipeline = Pipeline.create(config)
     except Exception as exc:

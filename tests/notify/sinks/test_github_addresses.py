@@ -20,8 +20,8 @@ from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import Severity
 from mlcopilot.notify.relay import RelayReport
 from mlcopilot.notify.sinks.config import NotifySettings
-from mlcopilot.notify.sinks.deadline import AddressRefused, DeadlineTransport
 from mlcopilot.notify.sinks.github import GitHubSink
+from mlcopilot.notify.sinks.http import DeadlineTransport, RefusedAddress
 from mlcopilot.notify.sinks.urls import AddressPolicy
 from testing.fakes.github import FakeGitHub
 from testing.fakes.http import FakeServer
@@ -95,7 +95,7 @@ def test_a_name_resolving_inside_is_admitted_by_its_name_or_its_network(
 def test_a_public_looking_name_that_dns_points_inside_is_refused_before_connecting(
     resolved: tuple[str, ...],
 ) -> None:
-    with client((), *resolved) as http, pytest.raises(AddressRefused) as caught:
+    with client((), *resolved) as http, pytest.raises(RefusedAddress) as caught:
         http.get("https://api.github.com/user")
     assert f"api.github.com resolves to {resolved[-1]}" in str(caught.value)
 

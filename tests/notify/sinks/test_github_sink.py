@@ -3,6 +3,7 @@ rate limits honoured from their headers, reconciliation by label and marker."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlcopilot.incidents.grouping import group_key
-from mlcopilot.incidents.payload import OutboxStatus
+from mlcopilot.incidents.payload import DeliveryError, OutboxStatus
 from mlcopilot.model import OutboxItem, Severity
 from mlcopilot.notify.sinks.github import GitHubSink
 from testing.fakes.github import FakeGitHub
@@ -296,3 +297,20 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_call_deadline(
         assert second.relay is not None
         assert second.relay.ok
         assert len(w.github.issues) == 1
+
+
+def test_a_byte_a_second_is_cut_at_the_calls_deadline_not_at_each_read(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        w.scan(deliver=False)
+        (row,) = rows(w)
+        # Status line, headers and body a byte a second: every read gets its byte within the
+        # 1.5 s read timeout, so only the call's deadline can end the call (else: minutes).
+        w.github.drip(1.0, headers=True)
+        sink = github_only(w, timeout_s=1.5)
+        started = time.monotonic()
+        with pytest.raises(DeliveryError) as caught:
+            sink.deliver(row, None)
+        elapsed = time.monotonic() - started
+        assert "GitHub GET /user: no complete answer within 1.5 s (timed out)" in str(caught.value)
+        assert 1.5 <= elapsed < 4.0, elapsed

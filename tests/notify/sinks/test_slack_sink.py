@@ -5,6 +5,7 @@ PostgreSQL), slow drips, redirects (issue 11)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -430,6 +431,33 @@ def test_a_slow_drip_from_the_webhook_is_cut_at_the_calls_deadline(tmp_path: Pat
         assert "no complete answer within 0.5 s" in error
         assert WEBHOOK_PATH not in error
         assert slack_row(w).uncertain
+
+
+@pytest.mark.parametrize("webhook", [False, True], ids=["bot", "webhook"])
+def test_a_byte_a_second_is_cut_at_the_calls_deadline_not_at_each_read(
+    tmp_path: Path, webhook: bool
+) -> None:
+    with world(tmp_path, webhook=webhook) as w:
+        w.script = PII
+        w.scan(deliver=False)
+        # The headers at once, then the body a byte a second: every read gets its byte within
+        # the 1.5 s read timeout, so only the call's deadline can end the call (else: minutes).
+        w.slack.slow_drip("POST", WEBHOOK_PATH if webhook else POST, 1.0)
+        settings = w.settings().slack
+        assert settings is not None
+        settings = settings.model_copy(update={"timeout_s": 1.5})
+        sink: SlackSink | SlackWebhookSink = (
+            SlackWebhookSink(settings, clock=w.clock)
+            if webhook
+            else SlackSink(settings, clock=w.clock)
+        )
+        started = time.monotonic()
+        with pytest.raises(DeliveryError) as caught:
+            sink.deliver(slack_row(w), None)
+        elapsed = time.monotonic() - started
+        assert "no complete answer within 1.5 s (timed out)" in str(caught.value)
+        assert caught.value.sent  # Slack may have posted: the next attempt looks first
+        assert 1.5 <= elapsed < 4.0, elapsed
 
 
 def test_bot_api_redirects_are_not_followed(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ from mlcopilot.errors import ConfigError
 from mlcopilot.incidents.payload import DeliveryError, OutboxItem
 from mlcopilot.model import Severity
 from mlcopilot.notify.sinks.config import NotifySettings, SlackSettings
+from mlcopilot.notify.sinks.http import RefusedAddress, connect
 from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
-from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress, connect
+from mlcopilot.notify.sinks.urls import AddressPolicy
 from mlcopilot.settings import host_rule
 from testing.fakes.slack import TOKEN, WEBHOOK_PATH, FakeSlack
 from testing.installed_cli import run_cli

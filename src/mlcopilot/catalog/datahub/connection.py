@@ -101,13 +101,29 @@ def settings_from_datahubenv() -> DataHubSettings:
 
 
 def normalize_url(url: str) -> str:
-    """``url`` without trailing slashes; an http(s) URL with a host, or ConfigError."""
+    """``url`` without trailing slashes; an http(s) URL with a host, or ConfigError.
+
+    A query string or a fragment is refused, before anything connects: the SDK appends its
+    paths to the URL (``/?token=x`` would become ``/?token=x/api/graphql``, a request GMS
+    does not serve), and a token in a query string would travel in every request line and
+    log. The message never repeats the query string.
+    """
     url = url.strip().rstrip("/")
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+    try:
+        parsed = urllib.parse.urlsplit(url)
+        hostname = parsed.hostname
+    except ValueError:  # e.g. a port that is no number, or an unclosed [v6 address
+        parsed, hostname = None, None
+    if parsed is None or parsed.scheme not in ("http", "https") or not hostname:
         raise ConfigError(
             f"datahub:{display_url(url)}: expected the DataHub GMS URL, "
             "e.g. datahub:http://localhost:8080"
+        )
+    if "?" in url or "#" in url:
+        raise ConfigError(
+            f"datahub:{display_url(url)}: the DataHub GMS URL takes no query string or "
+            "fragment (?… or #…): give the server's base URL, e.g. datahub:http://localhost:8080, "
+            "and the token in DATAHUB_GMS_TOKEN"
         )
     return url
 
@@ -118,8 +134,13 @@ def display_url(url: str) -> str:
         parsed = urllib.parse.urlsplit(url)
     except ValueError:
         return "<invalid URL>"
-    host = parsed.hostname or ""
-    netloc = f"{host}:{parsed.port}" if parsed.port else host
+    try:
+        host = parsed.hostname or ""
+        netloc = f"{host}:{parsed.port}" if parsed.port else host
+    except ValueError:  # a port that is no number
+        return "<invalid URL>"
+    if ":" in host:  # an IPv6 address goes back in brackets
+        netloc = f"[{host}]" + netloc[len(host) :]
     return urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path, "", ""))
 
 

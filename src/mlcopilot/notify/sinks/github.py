@@ -1,14 +1,15 @@
 """GitHub issues as a notification sink, through githubkit configured defensively.
 
 githubkit's defaults are wrong for a bot that must never open an issue twice: no timeout,
-and ``POST`` retried on 5xx (a create that landed behind a 502 becomes a duplicate). Here:
-every call has a total deadline (``timeout_s``, from connect to the last byte, so a server
-that drips its answer cannot hold a row's lease), every connection goes only to an address
-the allowlist admits, checked after resolution (``notify.allowed_hosts``; a refusal kills the
-row, as a bad token does), no automatic retry at all (the relay retries, after reconciling),
-no redirects, no HTTP cache, one request at a time and ≥1 s between writes. Rate limits are
-read from ``Retry-After``, ``x-ratelimit-reset`` or the secondary-limit message and handed to
-the relay, which waits or reschedules; a reset that is already past (the two clocks disagree)
+and ``POST`` retried on 5xx (a create that landed behind a 502 becomes a duplicate). Here,
+over the sinks' one HTTP stack (:mod:`~mlcopilot.notify.sinks.http`): every call has a total
+deadline (``timeout_s``, from connect to the last byte, so a server that drips its answer
+cannot hold a row's lease), every connection goes only to an address the allowlist admits,
+checked after resolution (``notify.allowed_hosts``; a refusal kills the row, as a bad token
+does), no automatic retry at all (the relay retries, after reconciling), no redirects, no
+HTTP cache, one request at a time and ≥1 s between writes. Rate limits are read from
+``Retry-After``, ``x-ratelimit-reset`` or the secondary-limit message and handed to the
+relay, which waits or reschedules; a reset that is already past (the two clocks disagree)
 means a minute, as GitHub asks for secondary limits, never "now".
 
 Before any create, the sink lists the issues carrying our label and looks for the group's
@@ -27,12 +28,7 @@ from typing import Any, NoReturn
 
 import httpx
 from githubkit import GitHub, TokenAuthStrategy
-from githubkit.exception import (
-    RateLimitExceeded,
-    RequestError,
-    RequestFailed,
-    RequestTimeout,
-)
+from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
 from githubkit.throttling import LocalThrottler
 
 from mlcopilot.clock import Clock
@@ -47,7 +43,7 @@ from mlcopilot.incidents.payload import (
 )
 from mlcopilot.notify.content import marker
 from mlcopilot.notify.sinks.config import GitHubSettings
-from mlcopilot.notify.sinks.deadline import AddressRefused, DeadlineTransport
+from mlcopilot.notify.sinks.http import DeadlineTransport, failed, timeouts
 from mlcopilot.notify.sinks.pacing import Pacer
 from mlcopilot.notify.sinks.render_github import comment_body, issue_body, issue_title
 from mlcopilot.notify.sinks.urls import AddressPolicy
@@ -83,7 +79,7 @@ class GitHubSink:
             TokenAuthStrategy(settings.token.get_secret_value()),
             base_url=settings.api_url,
             user_agent="mlcopilot",
-            timeout=httpx.Timeout(settings.timeout_s, connect=min(5.0, settings.timeout_s)),
+            timeout=timeouts(settings.timeout_s),
             follow_redirects=False,
             http_cache=False,
             auto_retry=False,
@@ -91,7 +87,6 @@ class GitHubSink:
             transport=transport
             or DeadlineTransport(
                 settings.timeout_s,
-                connect_s=min(5.0, settings.timeout_s),
                 base_url=settings.api_url,
                 policy=AddressPolicy.of(
                     settings.allowed_hosts, allow_loopback=settings.allow_local
@@ -314,18 +309,9 @@ class GitHubSink:
             ) from None
         except RequestFailed as exc:
             self._failed(what, exc, sends=sends)
-        except RequestTimeout:
-            raise DeliveryError(
-                f"GitHub {what}: no complete answer within {self._settings.timeout_s:g} s "
-                "(timed out)",
-                sent=sends,
-            ) from None
-        except RequestError as exc:
-            if isinstance(exc.exc, AddressRefused):  # refused before connecting: nothing sent
-                raise DeliveryError(f"GitHub {what}: {exc.exc}", permanent=True) from None
-            raise DeliveryError(
-                f"GitHub {what}: {redact(type(exc.exc).__name__ + ': ' + str(exc.exc))}",
-                sent=sends,
+        except RequestError as exc:  # no answer: githubkit's RequestTimeout included
+            raise failed(
+                f"GitHub {what}", exc.exc, total_s=self._settings.timeout_s, sent=sends
             ) from None
         if response.status_code >= 300:  # a redirect: httpx does not call it an error
             self._refused(what, response.status_code, "", sends=sends)

@@ -1,9 +1,9 @@
 """Sinks that show instead of send: the real GitHub and Slack sinks, on a recording transport.
 
-:class:`PreviewGitHub` runs :class:`~mlcopilot.notify.sinks.github.GitHubSink` on an
-``httpx.MockTransport``; :class:`PreviewSlack` runs :class:`~mlcopilot.notify.sinks.slack.SlackSink`
-(or, for a webhook, :class:`~mlcopilot.notify.sinks.slack.SlackWebhookSink`) with an opener that
-never connects. Each answers as GitHub or Slack would for a repository or
+:class:`PreviewGitHub` runs :class:`~mlcopilot.notify.sinks.github.GitHubSink` and
+:class:`PreviewSlack` runs :class:`~mlcopilot.notify.sinks.slack.SlackSink` (or, for a webhook,
+:class:`~mlcopilot.notify.sinks.slack.SlackWebhookSink`), each on an ``httpx.MockTransport``
+that never connects. Each answers as GitHub or Slack would for a repository or
 channel holding nothing of ours yet (no earlier issue or message; the labels exist) and records
 every write the sink makes: method, path and body, byte for byte as it would go out. So
 ``mlcopilot demo`` without credentials shows what the sinks send, rendered once, by the sinks
@@ -15,13 +15,11 @@ name) are answered but not recorded. Nothing carries a real token.
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
-from urllib.request import Request
 
 import httpx
 from pydantic import SecretStr
@@ -174,12 +172,18 @@ class PreviewSlack:
                 update={"webhook_url": SecretStr(_WEBHOOK), "post_spacing_s": 0.0}
             )
             self._sink = SlackWebhookSink(
-                self.settings, clock=SystemClock(), datahub_url=datahub_url, opener=self._answer
+                self.settings,
+                clock=SystemClock(),
+                datahub_url=datahub_url,
+                transport=httpx.MockTransport(self._answer),
             )
         else:
             self.settings = settings.model_copy(update={"bot_token": _TOKEN, "post_spacing_s": 0.0})
             self._sink = SlackSink(
-                self.settings, clock=SystemClock(), datahub_url=datahub_url, opener=self._answer
+                self.settings,
+                clock=SystemClock(),
+                datahub_url=datahub_url,
+                transport=httpx.MockTransport(self._answer),
             )
 
     @property
@@ -192,15 +196,13 @@ class PreviewSlack:
         self._action = item.action
         return self._sink.deliver(item, ref)
 
-    def _answer(self, req: Request, **_: Any) -> tuple[int, http.client.HTTPMessage, bytes]:
-        headers = http.client.HTTPMessage()
-        body = req.data if isinstance(req.data, bytes) else b""
-        if req.full_url == _WEBHOOK:
+    def _answer(self, request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        if str(request.url) == _WEBHOOK:
             self.sent.append(Preview("slack", self._action, "POST the webhook", body))
-            headers["Content-Type"] = "text/html"
-            return 200, headers, b"ok"
+            return httpx.Response(200, text="ok")
         api = urlsplit(self.settings.api_url).path
-        method = urlsplit(req.full_url).path.removeprefix(api)
+        method = request.url.path.removeprefix(api)
         answer: dict[str, Any] = {"ok": True}
         if method == "conversations.list":
             name = str(self.settings.channel).removeprefix("#").lower()
@@ -212,8 +214,7 @@ class PreviewSlack:
             ts = sent.get("ts") or f"{next(self._stamps)}.000100"
             answer |= {"channel": sent.get("channel"), "ts": ts}
             action = self._action if method == "chat.postMessage" else "edit root"
-            self.sent.append(Preview("slack", action, f"{req.get_method()} {method}", body))
+            self.sent.append(Preview("slack", action, f"{request.method} {method}", body))
         else:
             answer = {"ok": False, "error": "unknown_method"}
-        headers["Content-Type"] = "application/json; charset=utf-8"
-        return 200, headers, json.dumps(answer).encode()
+        return httpx.Response(200, json=answer)

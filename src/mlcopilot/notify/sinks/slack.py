@@ -1,4 +1,4 @@
-"""Slack as a notification sink, through slack_sdk: a bot's threads, or an incoming webhook.
+"""Slack as a notification sink: a bot's threads through the Web API, or an incoming webhook.
 
 Bot mode (``chat:write``) posts one root message per group with Block Kit, keeps its ``ts``,
 threads every update under it and edits the root on resolution. A channel given by name
@@ -16,32 +16,28 @@ reported as a possible duplicate.
 Webhook mode posts to the one channel the webhook was made for: no ``ts``, so no threads, no
 edits and no reconciliation.
 
-Both clients: every call has one total deadline (connect, send and the whole answer:
-:mod:`~mlcopilot.notify.sinks.slack_http`) and connects only to allowlisted addresses, checked
-after DNS resolution; redirects are never followed; no connection-error retry of posts
-(Slack has no idempotency key); ``Retry-After`` is waited out on our clock only up to
-``max_rate_limit_wait_s`` (well inside the relay's lease), a longer one goes back to the relay,
-which reschedules the row; ≥1.1 s between posts to the same channel.
+Both go over the sinks' one HTTP stack (:mod:`~mlcopilot.notify.sinks.http`, GitHub's too):
+every call has one total deadline (connect, send and the whole answer) and connects only to
+allowlisted addresses, checked after DNS resolution; redirects are never followed; no
+connection-error retry of posts (Slack has no idempotency key); ``Retry-After`` is waited out
+on our clock only up to ``max_rate_limit_wait_s`` (well inside the relay's lease), a longer
+one goes back to the relay, which reschedules the row; ≥1.1 s between posts to the same
+channel. Every Web API method is a POST, as Slack's own SDK sends them: ``chat.postMessage``
+and ``chat.update`` with a JSON body, the ``conversations.*`` reads (``list``, ``history``,
+``replies``) with a form.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
-from urllib.error import URLError
-from urllib.request import Request
+from urllib.parse import urlencode
 
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.http_retry.handler import RetryHandler
-from slack_sdk.http_retry.request import HttpRequest
-from slack_sdk.http_retry.response import HttpResponse
-from slack_sdk.http_retry.state import RetryState
-from slack_sdk.web import SlackResponse
-from slack_sdk.webhook import WebhookClient, WebhookResponse
+import httpx
 
 from mlcopilot.clock import Clock
 from mlcopilot.incidents.payload import (
@@ -54,24 +50,24 @@ from mlcopilot.incidents.payload import (
     decode_notification,
 )
 from mlcopilot.notify.sinks.config import SlackSettings
+from mlcopilot.notify.sinks.http import DeadlineTransport, failed, timeouts
 from mlcopilot.notify.sinks.pacing import Pacer
 from mlcopilot.notify.sinks.render_slack import root_message, thread_message
-from mlcopilot.notify.sinks.slack_http import open_url
-from mlcopilot.notify.sinks.urls import AddressPolicy, RefusedAddress
+from mlcopilot.notify.sinks.urls import AddressPolicy
 from mlcopilot.redact import redact
 
 EVENT_TYPE = "mlcopilot_notification"
-Opener = Callable[..., tuple[int, Any, bytes]]
-"""How a client sends one request: :func:`~mlcopilot.notify.sinks.slack_http.open_url`'s
-signature (``req``; ``total``, ``per_read``, ``policy``, ``context``), answering status, headers
-and body. Replaced only to record requests instead of sending them (the demo's preview)."""
 HISTORY_SKEW = timedelta(minutes=10)
 """How far before the outbox row's creation a history read starts: our clock and Slack's may
 disagree; a message for the row cannot be older than the row by more than that."""
 MAX_HISTORY_PAGES = 10
 MAX_CHANNEL_PAGES = 10
+MAX_RETRIES = 2
+"""How many times one call waits out a 429 before the wait goes back to the relay."""
 _HISTORY_PAGE = 200  # Slack's advice for conversations.history and .replies
 _CHANNEL_PAGE = 1000  # conversations.list's largest page
+_JSON = "application/json;charset=utf-8"
+_FORM = "application/x-www-form-urlencoded"
 # Slack's channel names are lower case: an upper-case C…, G… (private) or D… (direct) is an id.
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 _PERMANENT = frozenset(
@@ -96,114 +92,62 @@ _PERMANENT = frozenset(
 )
 
 
-class ClockRateLimitHandler(RetryHandler):
-    """slack_sdk's ``RateLimitErrorRetryHandler``, waiting on our clock and never long.
+class _Poster:
+    """POSTs to one Slack endpoint; a 429 waited out on our clock while the waits stay short.
 
-    A ``Retry-After`` is waited out (plus up to a second of jitter) only while the waits of one
-    call stay within ``max_wait_s``; a longer one is left to the caller as the 429 it is (the
-    sink raises ``DeliveryError(retry_after=…)`` and the relay reschedules the row), so no wait
-    here outlives the relay's lease on the row.
+    A ``Retry-After`` (plus up to a second of jitter) is slept at most :data:`MAX_RETRIES`
+    times per call, and only while the waits of that call stay within
+    ``max_rate_limit_wait_s``; a longer one is answered as the 429 it is (the sink raises
+    ``DeliveryError(retry_after=…)`` and the relay reschedules the row), so no wait here
+    outlives the relay's lease on the row.
     """
 
-    def __init__(self, clock: Clock, *, max_wait_s: float, max_retry_count: int = 2) -> None:
-        super().__init__(max_retry_count=max_retry_count)
+    def __init__(
+        self,
+        settings: SlackSettings,
+        url: str,
+        *,
+        clock: Clock,
+        transport: httpx.BaseTransport | None,
+    ) -> None:
         self._clock = clock
-        self._max_wait_s = max_wait_s
-
-    def _can_retry(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> bool:
-        if response is None or response.status_code != 429:
-            return False
-        waited = float((state.custom_values or {}).get("waited_s", 0.0))
-        return waited + _retry_after(response.headers) + 1.0 <= self._max_wait_s
-
-    def prepare_for_next_attempt(  # noqa: D102 - see RetryHandler
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        if response is None:  # pragma: no cover - _can_retry needs a response
-            raise error or RuntimeError("no response to retry")
-        state.next_attempt_requested = True
-        wait = _retry_after(response.headers) + random.random()
-        values = state.custom_values or {}
-        state.custom_values = {**values, "waited_s": float(values.get("waited_s", 0.0)) + wait}
-        self._clock.sleep(wait)
-        state.increment_current_attempt()
-
-
-def _retry_after(headers: dict[str, list[str]] | Any) -> float:
-    for key, value in dict(headers).items():
-        if str(key).lower() == "retry-after":
-            raw = value[0] if isinstance(value, list) else value
-            try:
-                return max(0.0, float(raw))
-            except ValueError:
-                return 1.0
-    return 1.0
-
-
-class _WebClient(WebClient):
-    """slack_sdk's client over :func:`open_url`: a total deadline, checked addresses."""
-
-    def __init__(
-        self,
-        *args: Any,
-        total_s: float,
-        policy: AddressPolicy,
-        opener: Opener = open_url,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._total_s = total_s
-        self._policy = policy
-        self._opener = opener
-
-    def _perform_urllib_http_request_internal(self, url: str, req: Request) -> dict[str, Any]:
-        if not url.lower().startswith(("https://", "http://")):
-            raise SlackClientError("only http(s) URLs are allowed")
-        status, headers, body = self._opener(
-            req, total=self._total_s, per_read=self.timeout, policy=self._policy, context=self.ssl
+        self._settings = settings
+        self._transport = transport or DeadlineTransport(
+            settings.timeout_s,
+            base_url=url,
+            policy=AddressPolicy.of(settings.allowed_hosts, allow_loopback=settings.allow_local),
         )
-        charset = headers.get_content_charset() or "utf-8"
-        return {"status": status, "headers": headers, "body": body.decode(charset)}
+
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        """The answer to a POST of ``body``; raises httpx's errors when there is none."""
+        headers = {"User-Agent": "mlcopilot", **headers}
+        limit = self._settings.max_rate_limit_wait_s
+        retries, waited = 0, 0.0
+        # A client per call, as githubkit makes them: no connection outlives the call.
+        with httpx.Client(
+            transport=self._transport,
+            timeout=timeouts(self._settings.timeout_s),
+            follow_redirects=False,
+        ) as client:
+            while True:
+                response = client.post(url, content=body, headers=headers)
+                wait = _retry_after(response.headers)
+                if (
+                    response.status_code != 429
+                    or retries == MAX_RETRIES
+                    or waited + wait + 1 > limit
+                ):
+                    return response
+                wait += random.random()
+                retries, waited = retries + 1, waited + wait
+                self._clock.sleep(wait)
 
 
-class _WebhookClient(WebhookClient):
-    """slack_sdk's webhook client over :func:`open_url`: a total deadline, checked addresses."""
-
-    def __init__(
-        self,
-        *args: Any,
-        total_s: float,
-        policy: AddressPolicy,
-        opener: Opener = open_url,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._total_s = total_s
-        self._policy = policy
-        self._opener = opener
-
-    def _perform_http_request_internal(self, url: str, req: Request) -> WebhookResponse:
-        if not url.lower().startswith(("https://", "http://")):
-            raise SlackClientError("only http(s) URLs are allowed")
-        status, headers, body = self._opener(
-            req, total=self._total_s, per_read=self.timeout, policy=self._policy, context=self.ssl
-        )
-        charset = headers.get_content_charset() or "utf-8"
-        return WebhookResponse(
-            url=url, status_code=status, body=body.decode(charset), headers=headers
-        )
+def _retry_after(headers: httpx.Headers) -> float:
+    try:
+        return max(0.0, float(headers.get("retry-after", "1")))
+    except ValueError:
+        return 1.0
 
 
 class _SlackError(DeliveryError):
@@ -214,15 +158,11 @@ class _SlackError(DeliveryError):
         self.error = error
 
 
-def _policy(settings: SlackSettings) -> AddressPolicy:
-    return AddressPolicy.of(settings.allowed_hosts, allow_loopback=settings.allow_local)
-
-
 class SlackSink:
     """One root message per group in a channel, updates in its thread (bot token).
 
-    ``opener`` replaces :func:`~mlcopilot.notify.sinks.slack_http.open_url` under slack_sdk:
-    :mod:`mlcopilot.notify.sinks.preview` records the requests instead of sending them.
+    ``transport`` replaces the HTTP stack, as :class:`~mlcopilot.notify.sinks.github.GitHubSink`'s
+    does: :mod:`mlcopilot.notify.sinks.preview` records the requests instead of sending them.
     """
 
     def __init__(
@@ -232,7 +172,7 @@ class SlackSink:
         clock: Clock,
         datahub_url: str | None = None,
         max_history_pages: int = MAX_HISTORY_PAGES,
-        opener: Opener = open_url,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         assert settings.bot_token is not None
         assert settings.channel is not None
@@ -242,17 +182,9 @@ class SlackSink:
         self._datahub_url = datahub_url
         self._max_history_pages = max_history_pages
         self._pacer = Pacer(clock, settings.post_spacing_s)
-        self._client = _WebClient(
-            token=settings.bot_token.get_secret_value(),
-            base_url=settings.api_url,
-            timeout=int(max(1, settings.timeout_s)),
-            retry_handlers=[
-                ClockRateLimitHandler(clock, max_wait_s=settings.max_rate_limit_wait_s)
-            ],
-            total_s=settings.timeout_s,
-            policy=_policy(settings),
-            opener=opener,
-        )
+        self._api_url = settings.api_url.rstrip("/") + "/"
+        self._auth = {"Authorization": f"Bearer {settings.bot_token.get_secret_value().strip()}"}
+        self._http = _Poster(settings, self._api_url, clock=clock, transport=transport)
 
     @property
     def name(self) -> SinkName:
@@ -287,9 +219,7 @@ class SlackSink:
             try:
                 self._api(
                     "chat.update",
-                    lambda: self._client.chat_update(
-                        channel=channel, ts=root_ts, text=text, blocks=blocks
-                    ),
+                    {"channel": channel, "ts": root_ts, "text": text, "blocks": blocks},
                 )
             except DeliveryError as exc:
                 if not posted:
@@ -316,13 +246,12 @@ class SlackSink:
             try:
                 data = self._api(
                     "conversations.list",
-                    _bound(
-                        self._client.conversations_list,
-                        types="public_channel,private_channel",
-                        exclude_archived=True,
-                        limit=_CHANNEL_PAGE,
-                        cursor=cursor,
-                    ),
+                    {
+                        "cursor": cursor,
+                        "exclude_archived": True,
+                        "limit": _CHANNEL_PAGE,
+                        "types": "public_channel,private_channel",
+                    },
                 )
             except _SlackError as exc:
                 if exc.error != "missing_scope":
@@ -386,19 +315,16 @@ class SlackSink:
                 "action": item.action,
             },
         }
-        args: dict[str, Any] = {
+        args = {
             "channel": channel,
             "text": text,
             "blocks": blocks,
-            "metadata": metadata,
+            "thread_ts": thread_ts,
             "unfurl_links": False,
             "unfurl_media": False,
+            "metadata": metadata,
         }
-        if thread_ts is not None:
-            args["thread_ts"] = thread_ts
-        return self._api(
-            "chat.postMessage", lambda: self._client.chat_postMessage(**args), sends=True
-        )
+        return self._api("chat.postMessage", args, sends=True)
 
     def _already_posted(
         self, item: OutboxItem, channel: str, thread_ts: str | None
@@ -433,18 +359,17 @@ class SlackSink:
         method = "conversations.history" if thread_ts is None else "conversations.replies"
         cursor: str | None = None
         for _ in range(self._max_history_pages):
-            args: dict[str, Any] = {
-                "channel": channel,
-                "oldest": f"{oldest.timestamp():.6f}",
-                "limit": _HISTORY_PAGE,
-                "include_all_metadata": True,
-                "cursor": cursor,
-            }
-            if thread_ts is None:
-                page = self._api(method, _bound(self._client.conversations_history, **args))
-            else:
-                call = _bound(self._client.conversations_replies, ts=thread_ts, **args)
-                page = self._api(method, call)
+            page = self._api(
+                method,
+                {
+                    "channel": channel,
+                    "ts": thread_ts,
+                    "cursor": cursor,
+                    "include_all_metadata": True,
+                    "limit": _HISTORY_PAGE,
+                    "oldest": f"{oldest.timestamp():.6f}",
+                },
+            )
             yield page
             cursor = _next_cursor(page)
             if cursor is None:
@@ -454,27 +379,33 @@ class SlackSink:
             f"{oldest.isoformat()} without reaching the end"
         )
 
-    def _api(
-        self, method: str, call: Callable[[], SlackResponse], *, sends: bool = False
-    ) -> dict[str, Any]:
+    def _api(self, method: str, args: dict[str, Any], *, sends: bool = False) -> dict[str, Any]:
+        """Call a Web API method with ``args`` (``None`` left out); Slack's answer or an error.
+
+        ``chat.*`` take JSON; the reads take a form, booleans as ``1``/``0``.
+        """
+        given = {k: v for k, v in args.items() if v is not None}
+        if method.startswith("chat."):
+            body, kind = json.dumps(given).encode(), _JSON
+        else:
+            form = {k: int(v) if isinstance(v, bool) else v for k, v in given.items()}
+            body, kind = urlencode(form).encode(), _FORM
         try:
-            response = call()
-        except SlackApiError as exc:
-            _raise_api_error(method, exc, sends=sends)
-        except (SlackClientError, OSError) as exc:
-            _raise_transport_error(f"Slack {method}", exc, sends=sends)
-        data = response.data
-        return data if isinstance(data, dict) else {}
+            response = self._http.post(
+                self._api_url + method, body, {**self._auth, "Content-Type": kind}
+            )
+        except httpx.HTTPError as exc:
+            raise failed(
+                f"Slack {method}", exc, total_s=self._settings.timeout_s, sent=sends
+            ) from None
+        data = _answer(response)
+        if response.status_code == 200 and data.get("ok"):
+            return data
+        _raise_api_error(method, response, data, sends=sends)
 
 
 class _TooManyPages(Exception):
     """A history read hit its page bound before reaching the outbox row's time."""
-
-
-def _bound(function: Callable[..., SlackResponse], **kwargs: Any) -> Callable[[], SlackResponse]:
-    """``function`` bound to ``kwargs``, ``None`` values left out (slack_sdk sends them as text)."""
-    given = {k: v for k, v in kwargs.items() if v is not None}
-    return lambda: function(**given)
 
 
 def _next_cursor(data: dict[str, Any]) -> str | None:
@@ -482,19 +413,21 @@ def _next_cursor(data: dict[str, Any]) -> str | None:
     return str(cursor) if cursor else None
 
 
-def _raise_transport_error(what: str, exc: Exception, *, sends: bool) -> NoReturn:
-    reason = exc.reason if isinstance(exc, URLError) else exc
-    if isinstance(reason, RefusedAddress):
-        raise DeliveryError(f"{what}: {reason}", permanent=True) from None
-    raise DeliveryError(
-        f"{what}: {redact(type(exc).__name__ + ': ' + str(exc))}", sent=sends
-    ) from None
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """Slack's JSON answer; one that is not JSON (a proxy's page) as Slack's SDK words it."""
+    try:
+        data = json.loads(response.text)
+    except ValueError:
+        shown = "".join(line.strip() for line in response.text.replace("\r", "\n").split("\n"))
+        shown = shown[:100] + "..." if len(shown) > 100 else shown
+        return {"ok": False, "error": f"Received a response in a non-JSON format: {shown}"}
+    return data if isinstance(data, dict) else {}
 
 
 class SlackWebhookSink:
     """Posts every notification as a new message through an incoming webhook (no threads).
 
-    ``opener`` is as :class:`SlackSink`'s.
+    ``transport`` is as :class:`SlackSink`'s.
     """
 
     def __init__(
@@ -503,21 +436,14 @@ class SlackWebhookSink:
         *,
         clock: Clock,
         datahub_url: str | None = None,
-        opener: Opener = open_url,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         assert settings.webhook_url is not None
         self._datahub_url = datahub_url
+        self._timeout_s = settings.timeout_s
         self._pacer = Pacer(clock, settings.post_spacing_s)
-        self._client = _WebhookClient(
-            url=settings.webhook_url.get_secret_value(),
-            timeout=int(max(1, settings.timeout_s)),
-            retry_handlers=[
-                ClockRateLimitHandler(clock, max_wait_s=settings.max_rate_limit_wait_s)
-            ],
-            total_s=settings.timeout_s,
-            policy=_policy(settings),
-            opener=opener,
-        )
+        self._url = settings.webhook_url.get_secret_value()
+        self._http = _Poster(settings, self._url, clock=clock, transport=transport)
 
     @property
     def name(self) -> SinkName:
@@ -533,18 +459,19 @@ class SlackWebhookSink:
             text, blocks = thread_message(notification, datahub_url=self._datahub_url)
             blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}, *blocks]
         self._pacer.wait("webhook")
+        message = {"text": text, "blocks": blocks, "unfurl_links": False, "unfurl_media": False}
         try:
-            response = self._client.send(
-                text=text, blocks=blocks, unfurl_links=False, unfurl_media=False
+            response = self._http.post(
+                self._url, json.dumps(message).encode(), {"Content-Type": _JSON}
             )
-        except (SlackClientError, OSError) as exc:
-            _raise_transport_error("Slack webhook", exc, sends=True)
+        except httpx.HTTPError as exc:
+            raise failed("Slack webhook", exc, total_s=self._timeout_s, sent=True) from None
         status = response.status_code
         if status == 200:
             if item.uncertain:
                 return Delivered(warning=_possible_duplicate(item, "webhooks cannot be checked"))
             return Delivered()
-        detail = redact(f"Slack webhook: HTTP {status} ({str(response.body)[:100]})")
+        detail = redact(f"Slack webhook: HTTP {status} ({response.text[:100]})")
         if status == 429:
             raise DeliveryError(
                 detail, retry_after=timedelta(seconds=_retry_after(response.headers))
@@ -563,14 +490,14 @@ def _possible_duplicate(item: OutboxItem, why: str) -> str:
     )
 
 
-def _raise_api_error(method: str, exc: SlackApiError, *, sends: bool) -> NoReturn:
-    response = exc.response
+def _raise_api_error(
+    method: str, response: httpx.Response, data: dict[str, Any], *, sends: bool
+) -> NoReturn:
     status = response.status_code
-    error = str(response.get("error", "")) if isinstance(response.data, dict) else ""
+    error = str(data.get("error", ""))
     detail = redact(f"Slack {method}: HTTP {status}" + (f" ({error})" if error else ""))
     if status == 429 or error == "ratelimited":
-        headers = response.headers or {}
-        wait = timedelta(seconds=_retry_after(headers))
+        wait = timedelta(seconds=_retry_after(response.headers))
         raise _SlackError(detail, error=error, retry_after=wait) from None
     if status >= 500 or error in ("internal_error", "fatal_error", "service_unavailable"):
         raise _SlackError(detail, error=error, sent=sends) from None

@@ -5,10 +5,11 @@ must be ``https``, carry no ``user@`` part, and either match a default host and 
 (GitHub, Slack, GovSlack) on the default port, or be one of the operator's own endpoints named
 in ``notify.allowed_hosts`` (a host, a ``host:port``, or a CIDR network for IP literals) —
 GitHub Enterprise Server on ``https://10.20.30.40`` or ``:8443``. And when a connection is made
-(:func:`connect`): the name is resolved and every address it resolves to must be public,
-unless the name itself or the address is allowlisted — so a default name that DNS points at
-an internal address (rebinding, a poisoned resolver) is refused, and the connection goes to
-the address that was checked. Redirects are never followed (the clients' job, tested there).
+(:func:`mlcopilot.notify.sinks.http.connect`, by :class:`AddressPolicy`): the name is resolved
+and every address it resolves to must be public, unless the name itself or the address is
+allowlisted — so a default name that DNS points at an internal address (rebinding, a poisoned
+resolver) is refused, and the connection goes to the address that was checked. Redirects are
+never followed (the clients' job, tested there).
 
 ``allow_local`` is for tests against local fakes only: plain ``http`` on a loopback address,
 any port and path. Error messages show the scheme and host only: a webhook URL's path is its
@@ -18,10 +19,8 @@ secret.
 from __future__ import annotations
 
 import ipaddress
-import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from mlcopilot.errors import ConfigError
@@ -37,19 +36,6 @@ _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _HTTPS = 443
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-Resolver = Callable[..., list[tuple[Any, ...]]]
-
-
-class RefusedAddress(OSError):
-    """A name resolved to an address the allowlist does not admit (no connection was made)."""
-
-    def __init__(self, host: str, address: str) -> None:
-        super().__init__(
-            f"{host} resolves to {address}, an internal address: not allowed unless "
-            "notify.allowed_hosts names the host or its network"
-        )
-        self.host = host
-        self.address = address
 
 
 def allowlist(entries: Sequence[str], *, what: str) -> tuple[HostRule, ...]:
@@ -150,47 +136,6 @@ def check_url(
         f"{what}: {shown} is not an allowed address (expected {expected}, or a host "
         f"notify.allowed_hosts names, with {rule_prefix}…)"
     )
-
-
-def connect(
-    host: str,
-    port: int,
-    *,
-    timeout: float | None,
-    policy: AddressPolicy,
-    source_address: tuple[str, int] | None = None,
-    resolve: Resolver = socket.getaddrinfo,
-) -> socket.socket:
-    """Resolve ``host``, refuse it if any address is not admitted, connect to a checked one.
-
-    As :func:`socket.create_connection`, but the addresses are checked first (all of them: a
-    name with one internal answer is not trusted for its others) and the socket connects to
-    the very address that was checked, so a second lookup cannot swap it. Both clients use it:
-    Slack's (urllib, :mod:`~mlcopilot.notify.sinks.slack_http`) and GitHub's (httpcore,
-    :mod:`~mlcopilot.notify.sinks.deadline`).
-
-    Raises:
-        RefusedAddress: an address the policy does not admit.
-        OSError: no address could be connected to.
-    """
-    answers = resolve(host, port, 0, socket.SOCK_STREAM)
-    for *_, sockaddr in answers:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if not policy.admits(host, address):
-            raise RefusedAddress(host, str(address))
-    last: OSError | None = None
-    for family, kind, proto, _, sockaddr in answers:
-        sock = socket.socket(family, kind, proto)
-        try:
-            sock.settimeout(timeout)
-            if source_address is not None:
-                sock.bind(source_address)
-            sock.connect(sockaddr)
-            return sock
-        except OSError as exc:
-            sock.close()
-            last = exc
-    raise last or OSError(f"{host}: no address to connect to")
 
 
 def _allowlisted(rules: Sequence[HostRule], host: str, port: int) -> bool:

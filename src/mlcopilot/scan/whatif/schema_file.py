@@ -66,6 +66,23 @@ class _NoSchema(Exception):
     """The file's content holds no usable schema for the dataset (the message says why)."""
 
 
+def is_dbt_manifest(data: object) -> bool:
+    """Whether ``data`` (parsed JSON) is a dbt ``manifest.json``."""
+    return _is_manifest(data)
+
+
+def dbt_node(manifest: Mapping[str, Any], dataset: Urn) -> Mapping[str, Any] | None:
+    """The dbt model, seed, snapshot or source that is ``dataset``'s relation, or None.
+
+    Matched as ``--schema-file`` matches it (``database.schema.alias``, then ever shorter
+    tails); None when no node, or several, match.
+    """
+    try:
+        return _dbt_node(manifest, dataset)
+    except _NoSchema:
+        return None
+
+
 def _is_manifest(data: object) -> bool:
     return (
         isinstance(data, Mapping)
