@@ -47,7 +47,6 @@ from mlcopilot.agent.results import (
     VerdictOut,
 )
 from mlcopilot.checks import available_infos, infos_of
-from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import MlCopilotError, UsageError
 from mlcopilot.incidents.gate import GateRules, evaluate_gate
 from mlcopilot.incidents.ids import MIN_PREFIX, look_up
@@ -65,10 +64,11 @@ from mlcopilot.model import (
 from mlcopilot.notify.content import entity_url
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.protocols import StateStore
-from mlcopilot.scan import ScanOptions, ScanResult, scan
-from mlcopilot.scan.delivery import hand_change_request, scan_delivery
-from mlcopilot.scan.whatif import ImpactReport, parse_changes, preview_change, resolve_dataset
-from mlcopilot.scan.wiring import configured_checks, open_catalog, open_state
+from mlcopilot.scan import ScanOptions, ScanResult
+from mlcopilot.scan.delivery import hand_change_request
+from mlcopilot.scan.whatif import ImpactReport, parse_changes
+from mlcopilot.scan.wiring import open_catalog, open_state
+from mlcopilot.service import Service
 from mlcopilot.settings import Settings
 from mlcopilot.text.names import short_name
 
@@ -98,7 +98,7 @@ INSTRUCTIONS = (
 )
 
 
-class Service:
+class Tools:
     """The tools' work, synchronous: each call opens what it needs and closes it again.
 
     Args:
@@ -130,29 +130,19 @@ class Service:
             )
         if not model.strip():
             raise UsageError("model is empty; give a model's urn or its name")
-        settings = self.settings
-        notify = NotifySettings.from_settings(settings)
-        checks = configured_checks(settings)
-        now = self._clock()
-        options = ScanOptions(now=now, models=(model.strip(),), dry_run=not write)
-        catalog = open_catalog(settings.catalog_spec, settings)
-        try:
-            store = open_state(settings, create=write, dry_run=not write)
+        service = Service.from_settings(self.settings)
+        options = ScanOptions(now=self._clock(), models=(model.strip(),), dry_run=not write)
+        with service.opened(create=write, dry_run=not write) as (catalog, store):
             try:
                 # Writes commit the incidents with their write-back and notifications as outbox
                 # rows and return: the relay's first delivery waits group_wait (30 s by
                 # default) for related findings, longer than a tool call should block.
-                delivery = scan_delivery(notify, catalog, OffsetClock(now), deliver=False)
-                result = scan(catalog, store, checks, options, delivery=delivery)
+                result = service.scan(catalog, store, options, deliver=False)
             except UsageError as exc:
                 # The library names the command's flag ("--model NAME: ..."); here it is the
                 # tool's argument, so the sentence starts with the model.
                 raise UsageError(str(exc).removeprefix("--model ")) from None
-            finally:
-                store.close()
-        finally:
-            catalog.close()
-        return _scan_answer(result, infos_of(checks), Severity(fail_on))
+        return _scan_answer(result, infos_of(service.checks), Severity(fail_on))
 
     # --- impact_of_change
 
@@ -180,20 +170,10 @@ class Service:
         except UsageError as exc:
             # Worded for the command's flags (--drop, --rename OLD=NEW); here they are arguments.
             raise UsageError(str(exc).removeprefix("--")) from None
-        settings = self.settings
-        checks = configured_checks(settings)
-        now = self._clock()
-        catalog = open_catalog(settings.catalog_spec, settings)
-        try:
-            store = open_state(settings, dry_run=True)
-            try:
-                urn = resolve_dataset(catalog, dataset.strip())
-                report = preview_change(catalog, store, checks, urn, changes, now)
-            finally:
-                store.close()
-        finally:
-            catalog.close()
-        return _impact_answer(report, infos_of(checks))
+        service = Service.from_settings(self.settings)
+        with service.opened(dry_run=True) as (catalog, store):
+            report = service.preview_change(catalog, store, dataset.strip(), changes, self._clock())
+        return _impact_answer(report, infos_of(service.checks))
 
     # --- incidents
 
@@ -637,7 +617,7 @@ def build_server(
     ``host`` and ``port`` matter for streamable HTTP only (FastMCP turns DNS-rebinding
     protection on for a loopback host).
     """
-    service = Service(settings, allow_writes=allow_writes, clock=clock)
+    tools = Tools(settings, allow_writes=allow_writes, clock=clock)
     # WARNING: FastMCP's own INFO lines (one per request) would drown the command's stderr.
     server = _Server(
         SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port, log_level="WARNING"
@@ -656,7 +636,7 @@ def build_server(
         fail_on: FailOnParam = "high",
         write: Annotated[bool, Field(description=write_help)] = False,
     ) -> ScanAnswer:
-        return await _run(partial(service.scan_model, model, write=write, fail_on=fail_on))
+        return await _run(partial(tools.scan_model, model, write=write, fail_on=fail_on))
 
     server.add_tool(
         scan_model,
@@ -686,7 +666,7 @@ def build_server(
             int, Field(ge=1, le=1000, description="At most this many incidents, newest first.")
         ] = 100,
     ) -> IncidentList:
-        return await _run(partial(service.list_incidents, state, model, limit))
+        return await _run(partial(tools.list_incidents, state, model, limit))
 
     @server.tool(
         title="Explain an incident",
@@ -697,7 +677,7 @@ def build_server(
         annotations=READ_ONLY,
     )
     async def explain_incident(incident_id: IncidentIdParam) -> Explanation:
-        return await _run(partial(service.explain_incident, incident_id))
+        return await _run(partial(tools.explain_incident, incident_id))
 
     @server.tool(
         title="Preview a change's impact",
@@ -731,7 +711,7 @@ def build_server(
     ) -> ImpactAnswer:
         # The defaults are never mutated: FastMCP builds fresh values from each call's JSON.
         work = partial(
-            service.impact_of_change,
+            tools.impact_of_change,
             dataset,
             drop=drop,
             rename=rename,
@@ -755,7 +735,7 @@ def build_server(
             incident_id: IncidentIdParam,
             by: Annotated[str, Field(description="Who acknowledges: a person's name or handle.")],
         ) -> Acknowledged:
-            return await _run(partial(service.acknowledge_incident, incident_id, by))
+            return await _run(partial(tools.acknowledge_incident, incident_id, by))
 
     @server.resource(
         INCIDENT_RESOURCE,
@@ -766,6 +746,6 @@ def build_server(
         mime_type="text/markdown",
     )
     async def incident_resource(incident_id: str) -> str:
-        return await _run(partial(service.incident_document, incident_id))
+        return await _run(partial(tools.incident_document, incident_id))
 
     return server

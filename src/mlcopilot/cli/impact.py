@@ -141,7 +141,7 @@ def impact_command(
     max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Preview which models a change to a dataset would break, and how badly."""
-    from mlcopilot.scan.wiring import configured_checks
+    from mlcopilot.service import Service
 
     # Whatever can fail locally fails here, before the catalog is read; what needs no parsing
     # fails before the preview (the scan, the state store) is imported, so it costs little.
@@ -163,7 +163,6 @@ def impact_command(
     from mlcopilot.scan.whatif import (
         derive_changes,
         parse_changes,
-        preview_change,
         read_schema_file,
         resolve_dataset,
     )
@@ -180,7 +179,8 @@ def impact_command(
                 + ", ".join(f.value for f in IMPACT_FORMATS)
             )
     settings = command_settings(catalog, state_url)
-    checks = configured_checks(settings)
+    service = Service.from_settings(settings)
+    checks = service.checks
     locator = None
     if any(each_format is OutputFormat.sarif for each_format, _ in reports):
         from mlcopilot.report.sarif import locator_from_settings
@@ -200,7 +200,7 @@ def impact_command(
             proposed = read_schema_file(schema_file, urn, current.schema)
             derived = derive_changes(current.schema, proposed, source=f"{schema_file.name}")
             changes = replace(derived, deprecation=deprecation)
-        report = preview_change(cat, store, checks, urn, changes, clock, limits)
+        report = service.preview_change(cat, store, urn, changes, clock, limits)
     infos = [check.info for check in checks]
     *others, last = sorted(reports, key=lambda pair: pair[1] is None)
     for each_format, path in others:

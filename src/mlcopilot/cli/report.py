@@ -52,11 +52,9 @@ def report_command(
     max_nodes: MaxNodesOption = 10_000,
 ) -> None:
     """Write an offline HTML report: each model's lineage drawn, its findings and incidents."""
-    from mlcopilot.notify.sinks.config import NotifySettings
-    from mlcopilot.report.html import report_page
     from mlcopilot.report.summary import ScanOutcome, print_summary
     from mlcopilot.scan import ScanOptions
-    from mlcopilot.scan.wiring import configured_checks
+    from mlcopilot.service import Service
 
     started = time.monotonic()
     # Whatever can fail locally fails here, before the catalog is read.
@@ -68,9 +66,8 @@ def report_command(
     )
     path = report_path(output)
     settings = command_settings(catalog, state_url)
-    notify = NotifySettings.from_settings(settings)
-    checks = configured_checks(settings)
+    service = Service.from_settings(settings)
     with opened_for_scan(settings, dry_run=True) as (cat, store):
-        result, page = report_page(cat, store, checks, options, datahub_url=notify.datahub_url)
+        result, page = service.report_page(cat, store, options)
     write_output(path, page)
     print_summary(ScanOutcome(result, None, time.monotonic() - started), err)

@@ -6,7 +6,6 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -141,8 +140,7 @@ def scan_command(
     ] = True,
 ) -> None:
     """Walk every model's upstream lineage, check each node, track incidents and notify."""
-    from mlcopilot.notify.sinks.config import NotifySettings
-    from mlcopilot.scan.wiring import configured_checks
+    from mlcopilot.service import Service
 
     # Whatever can fail locally fails here, before the scan reads or records anything, and
     # before the scan, the state store and the sinks are imported: a bad flag costs little.
@@ -150,17 +148,14 @@ def scan_command(
     clock_now = scan_clock(now)
     limits = walk_limits(max_hops, max_nodes)
     settings = command_settings(catalog, state_url)
-    notify = NotifySettings.from_settings(settings)
-    if write_back is not None:
-        notify = replace(notify, write_back=write_back)
-    checks = configured_checks(settings)
+    service = Service.from_settings(settings, write_back=write_back)
+    notify, checks = service.notify, service.checks
     reports = paired_reports(output_format or [OutputFormat.table], output or [])
     locator = _sarif_locator(settings, reports)  # a bad [sarif] dbt_manifest fails here
 
     from mlcopilot.incidents.gate import evaluate_gate
     from mlcopilot.report.summary import ScanOutcome
-    from mlcopilot.scan import ScanOptions, scan
-    from mlcopilot.scan.delivery import scan_delivery
+    from mlcopilot.scan import ScanOptions
 
     started = time.monotonic()
     options = ScanOptions(now=clock_now, models=tuple(model or ()), dry_run=dry_run, limits=limits)
@@ -171,8 +166,7 @@ def scan_command(
         clock = OffsetClock(options.now)
         # The relay may wait (group_wait, a retry): said on stderr, so a CI log never looks hung.
         waits = clock if quiet else AnnouncedWaits(clock, err)
-        delivery = scan_delivery(notify, cat, waits, deliver=deliver)
-        result = scan(cat, store, checks, options, progress=progress, delivery=delivery)
+        result = service.scan(cat, store, options, clock=waits, deliver=deliver, progress=progress)
         links = _html_links(reports, store, notify.datahub_url)
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
     closing = ScanOutcome(result, verdict, time.monotonic() - started)

@@ -40,7 +40,7 @@ from mlcopilot.settings import Settings
 from mlcopilot.watch.relays import RelayProcess
 
 if TYPE_CHECKING:
-    pass
+    from mlcopilot.service import Service
 
 log = logging.getLogger("mlcopilot.watch")
 
@@ -164,9 +164,10 @@ class Worker:
     # --- the scanner
 
     def _scanner(self) -> None:
-        from mlcopilot.scan.wiring import configured_checks, open_state
+        from mlcopilot.scan.wiring import open_state
+        from mlcopilot.service import Service
 
-        checks = configured_checks(self._settings)
+        service = Service.from_settings(self._settings)
         while not self._stop.is_set():
             try:
                 store = open_state(self._settings, create=True)
@@ -176,13 +177,13 @@ class Worker:
                 continue
             try:
                 while not self._stop.is_set():
-                    if not self.run_once(store, checks):
+                    if not self.run_once(store, service):
                         self._work.wait(POLL)
                         self._work.clear()
             finally:
                 store.close()
 
-    def run_once(self, store: StateStore, checks: Sequence[object]) -> bool:
+    def run_once(self, store: StateStore, service: Service) -> bool:
         """Claim one batch of due requests and scan it; False when nothing was due.
 
         Each scan reads a catalog opened for it: a catalog caches what it read for its
@@ -206,7 +207,7 @@ class Worker:
         try:
             catalog = open_catalog(self._settings.catalog_spec, self._settings)
             try:
-                self._scan(catalog, store, checks, claimed, now)
+                self._scan(catalog, store, service, claimed, now)
             finally:
                 catalog.close()
         except Exception as exc:
@@ -255,13 +256,11 @@ class Worker:
         self,
         catalog: Catalog,
         store: StateStore,
-        checks: Sequence[object],
+        service: Service,
         claimed: list[RescanRequest],
         now: datetime,
     ) -> None:
-        from mlcopilot.notify.sinks.config import NotifySettings
-        from mlcopilot.scan import ScanOptions, scan
-        from mlcopilot.scan.delivery import scan_delivery
+        from mlcopilot.scan import ScanOptions
 
         full = any(r.model == ALL_MODELS for r in claimed)
         if full:
@@ -272,10 +271,9 @@ class Worker:
             models = [m for m in wanted if found[m].exists]
             self._index.forget(m for m in wanted if not found[m].exists)
         if models:
-            notify = NotifySettings.from_settings(self._settings)
-            delivery = scan_delivery(notify, catalog, SystemClock(), deliver=False)
             options = ScanOptions(now=now, models=models, limits=self._options.limits)
-            result = scan(catalog, store, checks, options, delivery=delivery)  # type: ignore[arg-type]
+            # Committed as outbox rows; the relay processes deliver them (woken below).
+            result = service.scan(catalog, store, options, clock=SystemClock(), deliver=False)
             self._index.update(report.lineage for report in result.models)
             self.scans += 1
             changes = result.changes
