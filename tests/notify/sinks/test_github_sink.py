@@ -108,6 +108,12 @@ def test_a_timeout_is_retried_after_looking_for_the_issue(tmp_path: Path) -> Non
         first = w.scan(sinks=[sink])
         assert first.relay is not None
         assert "timed out" in first.relay.retrying[0][1]
+        # The timed-out request lands (the fake creates the issue after its delay) before the
+        # retry looks: wait for it in real time, bounded, rather than race the fake's thread.
+        deadline = time.monotonic() + 10
+        while not w.github.issues and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(w.github.issues) == 1
         w.clock.advance(timedelta(minutes=10))
         w.scan(sinks=[sink])
         assert len(w.github.issues) == 1
