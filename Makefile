@@ -65,8 +65,8 @@ test: lint typecheck suite
 # every backend against the stand-in GMS and rewrites benchmarks/RESULTS.md and results.png;
 # then measures `catalog load` on a 200 MB metadata file (throughput and peak RSS), and how
 # long `mlcopilot --help` and `mlcopilot checks` take to start, and what DataHub's assertions
-# and incidents, and learned freshness and classification, add to a scan of 10,000 upstream
-# entities; the downstream walk of a table feeding 1,000 models, the relay's store cost per outbox
+# and incidents, learned freshness and classification, and 30 datasetProfiles a dataset add to
+# a scan of 10,000 upstream entities; the downstream walk of a table feeding 1,000 models, the relay's store cost per outbox
 # row, the watcher's event-to-incident and event-to-Slack latencies, and the HTML report's size
 # and render time (it prints its table for the RESULTS.md section by hand).
 bench: $(VENV)/.installed-bench
@@ -74,6 +74,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.load
 	$(BIN)/python -m benchmarks.startup
 	$(BIN)/python -m benchmarks.signals
+	$(BIN)/python -m benchmarks.profile_drift --write
 	$(BIN)/python -m benchmarks.freshness
 	$(BIN)/python -m benchmarks.downstream
 	$(BIN)/python -m benchmarks.relay
