@@ -9,8 +9,10 @@ is made, whichever test makes it —
 - a report built in-process (``mlcopilot.report.json.report_dict``, which
   ``render_json`` goes through).
 
-Version 3 is validated against ``mlcopilot/schemas/report-v3.json`` (draft 2020-12); a report
-asked for as version 1 or 2 (``--json-version``) must have exactly that version's keys.
+Version 3 is validated against ``mlcopilot/schemas/report-v3.json`` (draft 2020-12: the schema
+the report's models generate, ``mlcopilot.report.models``; a test keeps the shipped file equal to
+it) and must read back into those models; a report asked for as version 1 or 2
+(``--json-version``) must have exactly that version's keys.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ def check_report(report: Any, *, where: str = "report") -> None:
         for error in validator().iter_errors(report)
     )
     assert not problems, f"{where} breaks schemas/report-v3.json:\n" + "\n".join(problems)
+    from mlcopilot.report.models import Report
+
+    Report.model_validate(report)  # what a Python reader, or the MCP answers' models, read
 
 
 def scan_json_output(args: Sequence[str]) -> tuple[bool, Path | None]:

@@ -22,9 +22,17 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from mlcopilot.catalog.lite import LiteCatalog
+from mlcopilot.checks import load_checks
+from mlcopilot.lineage.coverage import readiness_parts
 from mlcopilot.model import plain_json
+from mlcopilot.report.json import render_markdown, report_dict
+from mlcopilot.report.models import Report, main, report_json_schema_text
+from mlcopilot.scan import ScanOptions, scan
+from mlcopilot.store import open_store
+from mlcopilot.text.names import short_name
 from testing import demo_home as demo_fixtures
-from testing.builders import dataset, dataset_urn, ml_model, write_metadata_file
+from testing.builders import dataset, dataset_urn, ml_model, model_urn, write_metadata_file
 from testing.installed_cli import run_cli
 from testing.report_contract import OLDER_KEYS, check_report
 from tests.conftest import DEMO_DATA, REPO
@@ -57,11 +65,27 @@ def test_the_schema_ships_as_package_data_and_is_a_valid_2020_12_schema() -> Non
     schema = json.loads(shipped.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["properties"]["version"] == {"const": 3}
+    assert schema["properties"]["version"]["const"] == 3
     # A wheel carries it: the package-data globs name it.
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     globs = config["tool"]["setuptools"]["package-data"]["mlcopilot"]
     assert any(fnmatch("schemas/report-v3.json", g) for g in globs)
+
+
+def test_the_shipped_schema_is_the_one_the_models_generate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shipped = resources.files("mlcopilot").joinpath("schemas/report-v3.json")
+    assert shipped.read_text(encoding="utf-8") == report_json_schema_text(), (
+        "src/mlcopilot/schemas/report-v3.json is not the schema the report's models "
+        "(src/mlcopilot/report/models.py) generate. After changing the models, regenerate it:\n"
+        "    .venv/bin/python -m mlcopilot.report.models > src/mlcopilot/schemas/report-v3.json\n"
+        "and check the difference: a key may be added to version 3 only as an optional one; "
+        "a new required key, or a changed one, is a new version (report/json.py)."
+    )
+    # What the command that message names prints (its `__main__` calls main()).
+    main()
+    assert capsys.readouterr().out == report_json_schema_text()
 
 
 def test_a_scan_report_is_version_3_with_incidents_and_evidence(demo: Path) -> None:
@@ -172,6 +196,51 @@ def test_older_versions_stay_a_flag_away(demo: Path, version: int) -> None:
         assert report["summary"] == {
             "models": 1, "findings": 3, "unknown": 0, "gaps": 0, "models_with_gaps": 0
         }  # fmt: skip
+
+
+def test_each_model_says_its_profile_readiness_when_profile_drift_ran(tmp_path: Path) -> None:
+    bare = dataset_urn("raw.bare")
+    catalog = LiteCatalog(tmp_path / "catalog.db", create=True)
+    catalog.ingest(
+        [
+            *dataset("raw.bare", fields=[("age", "int"), ("name", "string")]),
+            *ml_model("m", training_data=[bare]),
+            *ml_model("no_datasets"),
+        ]
+    )
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}")
+    options = ScanOptions(now=datetime(2026, 11, 20, 9, tzinfo=UTC), dry_run=True)
+    try:
+        every_check = scan(catalog, store, load_checks(), options)
+        without = scan(catalog, store, load_checks(enabled=["schema_drift"]), options)
+    finally:
+        store.close()
+        catalog.close()
+    report = report_dict(every_check)
+    by_urn = {m["urn"]: m["coverage"] for m in report["models"]}
+    assert by_urn[model_urn("m")]["profiles"] == {
+        "columns": 2,
+        "profiled": 0,
+        "quantiles": 0,
+        "datasets": 1,
+        "unprofiled": [bare],
+        "table_level": [],
+        "no_quantiles": [],
+    }
+    assert by_urn[model_urn("no_datasets")]["profiles"]["datasets"] == 0
+    # The markdown report says the same numbers in words.
+    readiness = next(m.profiles for m in every_check.models if m.urn == model_urn("m"))
+    assert readiness is not None
+    headline, _ = readiness_parts(readiness, short_name)
+    assert headline == "0 of 2 columns feeding it are profiled, 0 with quantiles"
+    assert f"Profiles (for profile drift): {headline}." in render_markdown(every_check)
+    # The key is optional: left out (never null) when profile drift did not run, and in no
+    # older version.
+    assert all("profiles" not in m["coverage"] for m in report_dict(without)["models"])
+    for version in (1, 2):
+        older = report_dict(every_check, version=version)
+        assert all("profiles" not in m["coverage"] for m in older["models"])
+    assert "profiles" not in Report.model_json_schema()["$defs"]["Coverage"]["required"]
 
 
 def test_an_unknown_json_version_is_refused(demo: Path) -> None:

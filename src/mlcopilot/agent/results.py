@@ -3,63 +3,62 @@
 FastMCP publishes each model's JSON Schema as its tool's ``outputSchema`` and returns the
 answer as ``structuredContent`` (and as its JSON text, for older clients).
 
-Field names and meanings follow the JSON scan report (``schemas/report-v3.json``) where the
-two overlap: ``check``, ``entity``, ``field``, ``severity``, ``incident_id``.
+Where an answer says what the JSON scan report says, it is made of the report's own models
+(:mod:`mlcopilot.report.models`, which also give the report and its shipped schema), so the
+two cannot drift: a finding is the report's :class:`~mlcopilot.report.models.FindingFacts`
+(its ``id`` named ``incident_id`` here) with what the check says about it, a coverage gap is
+the report's :class:`~mlcopilot.report.models.Gap`, and a reason the verdict is not safe is
+the report's :class:`~mlcopilot.report.models.GateFailure` without its model (an answer is
+about one model). Severities and incident states are the product's own enums.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from mlcopilot.model import IncidentState, Severity
+from mlcopilot.report.models import FindingFacts, Gap, GateFailure, IncidentId, Urn
 
 FindingState = Literal["new", "open", "acknowledged"]
 
 
-class FindingOut(BaseModel):
+class FindingOut(FindingFacts):
     """One risk on the model's upstream path."""
 
-    check: str = Field(description="The check that found it, e.g. schema_drift.")
-    title: str = Field(description="What people call the risk, e.g. Schema drift.")
-    severity: Literal["critical", "high", "medium", "low"]
-    entity: str = Field(description="Urn of the upstream entity where the risk sits.")
-    field: str | None = Field(description="The column, when the risk is about one.")
-    change: str | None = Field(
-        description="For schema drift: added, removed, renamed or type_changed."
+    # The JSON text FastMCP sends beside the structured answer uses the names too.
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    id: IncidentId = Field(
+        alias="incident_id", description="The incident id (explain_incident takes it)."
     )
-    previous_field: str | None = Field(description="For a rename: the column's old name.")
-    message: str = Field(description="What was found, in one or two sentences.")
+    title: str = Field(description="What people call the risk, e.g. Schema drift.")
     why: str = Field(description="Why the risk matters to the model.")
     action: str = Field(description="What to do about it.")
-    path: list[str] = Field(description="Lineage path from the model to the entity (urns).")
-    evidence: dict[str, Any] = Field(description="The facts behind the message, by name.")
-    incident_id: str = Field(description="The incident id (explain_incident takes it).")
     incident_state: FindingState = Field(
         description="new: no incident tracks it yet (a write scan would open one); else the "
         "state of the incident that does."
     )
 
 
-class GapOut(BaseModel):
+class GapOut(Gap):
     """Where the model's lineage stops before reaching a dataset: nothing beyond was checked."""
-
-    entity: str
-    reason: str
 
 
 class UnknownOut(BaseModel):
     """An upstream entity that lacked metadata some check needed (not checked by it)."""
 
-    entity: str
-    reasons: list[str]
+    entity: Urn
+    reasons: list[str] = Field(description="Per check that could not decide: check: why.")
 
 
-class ReasonOut(BaseModel):
+class ReasonOut(GateFailure):
     """One reason the verdict is not safe."""
 
-    rule: Literal["severity", "truncated", "all_unknown", "coverage_gap", "nothing_scanned"]
-    message: str
-    incidents: list[str] = Field(description="For rule severity: the incident ids that count.")
+    model: SkipJsonSchema[Urn | None] = Field(default=None, exclude=True)
+    """Not part of the answer: it is about one model."""
 
 
 class VerdictOut(BaseModel):
@@ -69,7 +68,7 @@ class VerdictOut(BaseModel):
         description="True when no finding is at or above fail_on and the model was fully "
         "checked (no truncated walk, no coverage gap, some upstream metadata)."
     )
-    fail_on: Literal["critical", "high", "medium", "low"]
+    fail_on: Severity
     reasons: list[ReasonOut]
 
 
@@ -98,9 +97,9 @@ class IncidentOut(BaseModel):
     """One incident, as `mlcopilot incidents list` shows it."""
 
     incident_id: str
-    state: Literal["open", "acknowledged", "resolved"]
+    state: IncidentState
     check: str
-    severity: Literal["critical", "high", "medium", "low"]
+    severity: Severity
     model: str
     entity: str
     field: str | None
@@ -144,10 +143,10 @@ class Explanation(BaseModel):
 
     incident_id: str
     generation: int = Field(description="Occurrences: 2 and up when it came back after resolving.")
-    state: Literal["open", "acknowledged", "resolved"]
+    state: IncidentState
     check: str
     title: str
-    severity: Literal["critical", "high", "medium", "low"]
+    severity: Severity
     model: str
     entity: str
     field: str | None
@@ -171,7 +170,7 @@ class Acknowledged(BaseModel):
     """The answer of acknowledge_incident."""
 
     incident_id: str
-    state: Literal["open", "acknowledged", "resolved"]
+    state: IncidentState
     acknowledged_by: str | None
     acknowledged_at: str | None
     already: bool = Field(description="It was acknowledged before this call (left as it was).")
@@ -182,7 +181,7 @@ class ModelImpactOut(BaseModel):
 
     model: str = Field(description="The model's urn.")
     affected: bool = Field(description="The change would open at least one incident for it.")
-    severity: Literal["critical", "high", "medium", "low"] | None = Field(
+    severity: Severity | None = Field(
         description="Its worst new finding's severity (None: not affected)."
     )
     features: list[str] = Field(
@@ -200,7 +199,7 @@ class ImpactAnswer(BaseModel):
     dataset: str = Field(description="The dataset's urn.")
     catalog: str
     changes: list[str] = Field(description="The change, one line each, e.g. drop email.")
-    worst: Literal["critical", "high", "medium", "low"] | None = Field(
+    worst: Severity | None = Field(
         description="The worst severity over every downstream model (None: nothing affected)."
     )
     affected_models: list[str] = Field(description="Urns of the models the change would break.")

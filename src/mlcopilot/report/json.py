@@ -1,16 +1,23 @@
 """Scan reports as data: the versioned JSON contract and a markdown summary.
 
-The JSON shape is a public contract (``version``); add to it only in a new version, and keep
-the old ones a flag away (``scan --json-version``). Each version is the one before plus keys:
-a reader that ignores unknown keys reads a newer report as it read the older one.
+The JSON shape is a public contract (``version``). Its one description is the models of
+:mod:`mlcopilot.report.models`: the report is their ``model_dump(mode="json")``, its JSON
+Schema is generated from them and ships in the package (``mlcopilot/schemas/report-v3.json``,
+:func:`report_schema`), and the MCP server's answers reuse them.
+
+A required key is added only in a new version, and the old ones stay a flag away
+(``scan --json-version``). Each version is the one before plus keys: a reader that ignores
+unknown keys reads a newer report as it read the older one. An optional key (not in the
+schema's ``required``) may be added within a version.
 
 - 1: ``now``, ``catalog``, ``models`` (coverage and findings), ``incidents``.
 - 2: ``coverage.gaps`` per model, ``summary`` (totals) and ``notes``.
 - 3: ``dry_run``; per finding its ``evidence`` and its ``incident`` (id, generation, state,
   whether this scan opened it); per model ``coverage.unknown_reasons`` (entity, check,
   reason); in ``summary`` findings by severity and by check, incident counts, delivery, the
-  time taken and the gate's verdict with its reasons. ``now`` is to the second. Its JSON
-  Schema ships in the package: ``mlcopilot/schemas/report-v3.json`` (:func:`report_schema`).
+  time taken and the gate's verdict with its reasons. ``now`` is to the second. Optional, per
+  model: ``coverage.profiles``, its profile readiness (what DataHub profiles of the columns
+  feeding it), whenever the profile_drift check ran.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from typing import Any
 from mlcopilot.incidents.gate import GateVerdict
 from mlcopilot.incidents.payload import OutboxItem
 from mlcopilot.lineage.coverage import readiness_parts
-from mlcopilot.model import Finding, Incident, ModelReport, plain_json
+from mlcopilot.model import Finding, Incident, ModelReport, ProfileReadiness, plain_json
 from mlcopilot.redact import redact
-from mlcopilot.report.summary import ScanOutcome, gate_lines, summary_dict, summary_lines
+from mlcopilot.report import models as shape
+from mlcopilot.report.summary import ScanOutcome, gate_lines, summary_lines
 from mlcopilot.scan import ScanResult
 from mlcopilot.text.names import short_name
 from mlcopilot.text.safe import md_code, md_text
@@ -47,6 +55,37 @@ def report_schema() -> dict[str, Any]:
     return schema
 
 
+def report_model(
+    result: ScanResult,
+    *,
+    verdict: GateVerdict | None = None,
+    seconds: float = 0.0,
+) -> shape.Report:
+    """The scan report, version 3, as its typed model (see :mod:`mlcopilot.report.models`).
+
+    Args:
+        result: The scan.
+        verdict: The gate's verdict (None: no gate was asked for).
+        seconds: How long the scan took.
+    """
+    incidents = {i.id: (i, True) for i in result.changes.opened}
+    incidents.update((i.id, (i, False)) for i in result.changes.updated)
+    return shape.Report(
+        version=3,
+        now=result.now.isoformat(timespec="seconds"),
+        catalog=result.catalog,
+        dry_run=result.dry_run,
+        models=[_model_scan(m, incidents) for m in result.models],
+        incidents=shape.IncidentIds(
+            opened=[i.id for i in result.changes.opened],
+            updated=[i.id for i in result.changes.updated],
+            resolved=[i.id for i in result.changes.resolved],
+        ),
+        summary=_summary(ScanOutcome(result, verdict, seconds)),
+        notes=list(result.notes),
+    )
+
+
 def report_dict(
     result: ScanResult,
     *,
@@ -55,6 +94,10 @@ def report_dict(
     seconds: float = 0.0,
 ) -> dict[str, Any]:
     """The scan report in the public JSON shape of ``version``.
+
+    Version 3 is :func:`report_model`'s dump; an older version is the same dump without the
+    keys it did not have yet (:data:`~mlcopilot.report.models.OLDER_VERSIONS`), and with
+    ``now`` as it wrote it (ISO 8601, microseconds when there are some).
 
     Args:
         result: The scan.
@@ -67,86 +110,118 @@ def report_dict(
     """
     if version not in REPORT_VERSIONS:
         raise ValueError(f"no JSON report version {version}; there are {REPORT_VERSIONS}")
-    report: dict[str, Any] = {
-        "version": version,
-        "now": result.now.isoformat(timespec="seconds" if version >= 3 else "auto"),
-        "catalog": result.catalog,
-    }
-    if version >= 3:
-        report["dry_run"] = result.dry_run
-    incidents = {i.id: (i, True) for i in result.changes.opened}
-    incidents.update((i.id, (i, False)) for i in result.changes.updated)
-    report["models"] = [_model_dict(m, version, incidents) for m in result.models]
-    report["incidents"] = {
-        "opened": [i.id for i in result.changes.opened],
-        "updated": [i.id for i in result.changes.updated],
-        "resolved": [i.id for i in result.changes.resolved],
-    }
-    if version >= 3:
-        report["summary"] = summary_dict(ScanOutcome(result, verdict, seconds))
-    elif version == 2:
-        totals = result.summary
-        report["summary"] = {
-            "models": totals.models,
-            "findings": totals.findings,
-            "unknown": totals.unknown,
-            "gaps": totals.gaps,
-            "models_with_gaps": totals.models_with_gaps,
-        }
-    if version >= 2:
-        report["notes"] = list(result.notes)
-    return report
+    report = report_model(result, verdict=verdict, seconds=seconds)
+    if version == REPORT_VERSION:
+        return report.model_dump(mode="json")
+    older = report.model_copy(update={"version": version, "now": result.now.isoformat()})
+    return older.model_dump(mode="json", exclude=shape.OLDER_VERSIONS[version])
 
 
 _Incidents = dict[str, tuple[Incident, bool]]
 """Each incident of this scan's findings by id, and whether this scan opened it."""
 
 
-def _model_dict(report: ModelReport, version: int, incidents: _Incidents) -> dict[str, Any]:
-    coverage: dict[str, Any] = {
-        "nodes": len(report.lineage.nodes),
-        "truncated": report.lineage.truncated,
-        "unknown": sorted(report.unknown),
-    }
-    if version >= 2:
-        coverage["gaps"] = [{"entity": g.entity, "reason": g.reason} for g in report.gaps]
-    if version >= 3:
-        coverage["unknown_reasons"] = _unknown_reasons(report)
-    findings = [finding_dict(f) for f in report.findings]
-    if version >= 3:
-        for finding, shown in zip(report.findings, findings, strict=True):
-            shown["evidence"] = plain_json(finding.evidence)
-            shown["incident"] = _incident_ref(incidents[finding.id])
-    return {"urn": report.urn, "coverage": coverage, "findings": findings}
+def _model_scan(report: ModelReport, incidents: _Incidents) -> shape.ModelScan:
+    coverage = shape.Coverage(
+        nodes=len(report.lineage.nodes),
+        truncated=report.lineage.truncated,
+        unknown=sorted(report.unknown),
+        gaps=[shape.Gap(entity=g.entity, reason=g.reason) for g in report.gaps],
+        unknown_reasons=_unknown_reasons(report),
+        profiles=_profiles(report.profiles) if report.profiles is not None else None,
+    )
+    findings = [
+        shape.Finding(
+            **_facts(finding),
+            evidence=plain_json(finding.evidence),
+            incident=_incident_ref(incidents[finding.id]),
+        )
+        for finding in report.findings
+    ]
+    return shape.ModelScan(urn=report.urn, coverage=coverage, findings=findings)
 
 
-def _unknown_reasons(report: ModelReport) -> list[dict[str, str]]:
+def _unknown_reasons(report: ModelReport) -> list[shape.UnknownReason]:
     """Why each entity was not checked, one entry per check that could not decide there."""
     reasons = []
     for urn, texts in sorted(report.unknown.items()):
         for text in texts:
             # The scan words each reason "<check>: <why>" (check names hold no ": ").
             check, _, why = text.partition(": ")
-            reasons.append({"entity": urn, "check": check, "reason": why or text})
+            reasons.append(shape.UnknownReason(entity=urn, check=check, reason=why or text))
     return reasons
 
 
-def _incident_ref(entry: tuple[Incident, bool]) -> dict[str, Any]:
+def _profiles(readiness: ProfileReadiness) -> shape.Profiles:
+    return shape.Profiles(
+        columns=readiness.columns,
+        profiled=readiness.profiled,
+        quantiles=readiness.quantiles,
+        datasets=readiness.datasets,
+        unprofiled=list(readiness.unprofiled),
+        table_level=list(readiness.table_level),
+        no_quantiles=list(readiness.no_quantiles),
+    )
+
+
+def _incident_ref(entry: tuple[Incident, bool]) -> shape.IncidentRef:
     incident, new = entry
-    return {
-        "id": incident.id,
-        "generation": incident.generation,
-        "state": incident.state.value,
-        "new": new,
-    }
+    return shape.IncidentRef(
+        id=incident.id, generation=incident.generation, state=incident.state.value, new=new
+    )
 
 
-def finding_dict(finding: Finding) -> dict[str, Any]:
-    """One finding in the public JSON shape (the keys every version has)."""
+def _summary(closing: ScanOutcome) -> shape.Summary:
+    """The ``summary`` of version 3 (version 2's first five keys, and more)."""
+    result = closing.result
+    totals = result.summary
+    changes = result.changes
+    relay = result.relay
+    return shape.Summary(
+        models=totals.models,
+        findings=totals.findings,
+        unknown=totals.unknown,
+        gaps=totals.gaps,
+        models_with_gaps=totals.models_with_gaps,
+        models_truncated=closing.truncated,
+        findings_by_severity=shape.SeverityCounts(**closing.by_severity),
+        findings_by_check=closing.by_check,
+        incidents=shape.IncidentCounts(
+            opened=len(changes.opened), updated=len(changes.updated), resolved=len(changes.resolved)
+        ),
+        delivery=None
+        if relay is None
+        else shape.Delivery(
+            delivered=len(relay.delivered), retrying=len(relay.retrying), dead=len(relay.dead)
+        ),
+        duration_seconds=None if closing.seconds is None else round(closing.seconds, 3),
+        gate=None if closing.verdict is None else _gate(closing.verdict),
+    )
+
+
+def _gate(verdict: GateVerdict) -> shape.Gate:
+    """The gate's verdict as JSON data: the rules applied and every reason it failed."""
+    rules = verdict.rules
+    return shape.Gate(
+        passed=verdict.passed,
+        fail_on=rules.fail_on,
+        fail_on_gaps=rules.fail_on_gaps,
+        fail_on_acknowledged=rules.acknowledged,
+        fail_on_new=rules.new_only,
+        reasons=[
+            shape.GateFailure(
+                rule=r.rule, model=r.model, message=r.message, incidents=list(r.incidents)
+            )
+            for r in verdict.reasons
+        ],
+    )
+
+
+def _facts(finding: Finding) -> dict[str, Any]:
     return {
         "id": finding.id,
         "check": finding.check,
-        "severity": finding.severity.value,
+        "severity": finding.severity,
         "entity": finding.entity,
         "field": finding.field,
         "change": finding.change,
@@ -154,6 +229,12 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "message": finding.message,
         "path": list(finding.path),
     }
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    """One finding in the public JSON shape (the keys every version has)."""
+    facts = shape.FindingFacts(**_facts(finding), evidence={})
+    return facts.model_dump(mode="json", exclude={"evidence"})
 
 
 def render_json(
