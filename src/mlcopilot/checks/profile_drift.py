@@ -20,6 +20,7 @@ from mlcopilot.model import (
     Node,
     ProfileBaseline,
     Severity,
+    field_statistics,
 )
 from mlcopilot.protocols import CheckContext
 
@@ -360,20 +361,7 @@ def _field_json(field: FieldProfile | None) -> dict[str, JSON]:
     """The column's statistics as DataHub wrote them (strings stay strings)."""
     if field is None:
         return {}
-    out: dict[str, JSON] = {}
-    for key, value in (
-        ("unique_count", field.unique_count),
-        ("unique_proportion", field.unique_proportion),
-        ("null_count", field.null_count),
-        ("null_proportion", field.null_proportion),
-        ("min", field.min),
-        ("max", field.max),
-        ("mean", field.mean),
-        ("median", field.median),
-        ("stdev", field.stdev),
-    ):
-        if value is not None:
-            out[key] = value
+    out: dict[str, JSON] = dict(field_statistics(field))
     if field.quantiles:
         out["quantiles"] = [[q, v] for q, v in field.quantiles]
     return out

@@ -76,11 +76,13 @@ from mlcopilot.model.notify import (
     dedupe_key,
 )
 from mlcopilot.model.profiles import (
+    FIELD_STATISTICS,
     HIGH_P,
     LOW_P,
     MIN_QUANTILES,
     DatasetProfile,
     FieldProfile,
+    field_statistics,
     has_distribution,
     interior_quantiles,
     profile_from_json,
@@ -100,6 +102,7 @@ from mlcopilot.model.writes import (
 from mlcopilot.text.names import short_name as short_name
 
 __all__ = [
+    "FIELD_STATISTICS",
     "HIGH_P",
     "JSON",
     "LOW_P",
@@ -164,6 +167,7 @@ __all__ = [
     "WatchedGroup",
     "Write",
     "dedupe_key",
+    "field_statistics",
     "finding_id",
     "has_distribution",
     "interior_quantiles",

@@ -143,21 +143,30 @@ def profile_millis(profile: DatasetProfile) -> int:
     return (profile.at - _EPOCH) // timedelta(milliseconds=1)
 
 
+FIELD_STATISTICS: tuple[tuple[str, str], ...] = (
+    ("unique_count", "uniqueCount"),
+    ("unique_proportion", "uniqueProportion"),
+    ("null_count", "nullCount"),
+    ("null_proportion", "nullProportion"),
+    ("min", "min"),
+    ("max", "max"),
+    ("mean", "mean"),
+    ("median", "median"),
+    ("stdev", "stdev"),
+)
+"""A column profile's scalar statistics: our attribute name and DataHub's field name."""
+
+
+def field_statistics(field: FieldProfile) -> dict[str, int | float | str]:
+    """The column's scalar statistics that are set, by attribute name, as DataHub wrote them."""
+    values = ((name, getattr(field, name)) for name, _ in FIELD_STATISTICS)
+    return {name: value for name, value in values if value is not None}
+
+
 def _field_json(field: FieldProfile) -> dict[str, Any]:
     out: dict[str, Any] = {"fieldPath": field.path}
-    for key, value in (
-        ("uniqueCount", field.unique_count),
-        ("uniqueProportion", field.unique_proportion),
-        ("nullCount", field.null_count),
-        ("nullProportion", field.null_proportion),
-        ("min", field.min),
-        ("max", field.max),
-        ("mean", field.mean),
-        ("median", field.median),
-        ("stdev", field.stdev),
-    ):
-        if value is not None:
-            out[key] = value
+    datahub = dict(FIELD_STATISTICS)
+    out.update((datahub[name], value) for name, value in field_statistics(field).items())
     if field.quantiles:
         out["quantiles"] = [{"quantile": q, "value": v} for q, v in field.quantiles]
     return out
