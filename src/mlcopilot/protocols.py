@@ -9,7 +9,7 @@ the contract suites check their behaviour. The relay's side of the store is
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -135,6 +135,10 @@ class CheckContext:
     profile_baseline: ProfileBaseline | None = None
     """For a dataset: the ``datasetProfile`` its data is compared with (see
     :class:`~mlcopilot.model.ProfileBaseline`); None when none is known."""
+    column_path: Callable[[str], tuple[Urn, ...] | None] | None = None
+    """The path along which one of the node's columns reaches the model, model first, when
+    lineage names it edge by edge (None: it does not). A finding about a column carries it
+    instead of ``path``, so every surface shows the way the column really takes."""
 
     def finding(
         self,
@@ -145,7 +149,14 @@ class CheckContext:
         message: str,
         **extra: Any,
     ) -> Finding:
-        """Build a finding of ``check`` at ``node``, carrying this context's model and path."""
+        """Build a finding of ``check`` at ``node``, carrying this context's model and path.
+
+        The path is the column's own (``column_path``) for a finding about a column whose way
+        to the model lineage names; else the walk's path to the node.
+        """
+        path = self.path
+        if field is not None and self.column_path is not None:
+            path = self.column_path(field) or path
         return Finding(
             check=check,
             severity=severity,
@@ -153,7 +164,7 @@ class CheckContext:
             entity=node.urn,
             field=field,
             message=message,
-            path=self.path,
+            path=path,
             **extra,
         )
 
@@ -219,6 +230,23 @@ class OutboxStore(Protocol):
 
         Returns False when ``owner`` no longer held the row (its lease expired and another
         relay claimed it): the row is left as that relay has it.
+        """
+        ...
+
+    def complete_and_renew(
+        self,
+        item: OutboxItem,
+        delivered: Delivered,
+        *,
+        owner: str,
+        now: datetime,
+        renew: Sequence[OutboxItem],
+        lease: timedelta,
+    ) -> tuple[bool, set[int]]:
+        """:meth:`complete` ``item`` and :meth:`renew` the rows ``renew`` in one transaction.
+
+        Returns what each returns: whether ``owner`` still held ``item``, and the ids of
+        ``renew`` it still holds (their leases now run to ``now + lease``).
         """
         ...
 
@@ -481,6 +509,21 @@ class EntityCensus(Protocol):
 
     def entity_counts(self) -> Mapping[str, int]:
         """The number of entities of each entity type (``dataset``, ``dataJob``...)."""
+        ...
+
+
+@runtime_checkable
+class TimedWalk(Protocol):
+    """A catalog whose calls can be held to a deadline (optional).
+
+    A remote catalog makes many calls, some at once on threads of its own: given the deadline
+    of a scan's walk, it starts none past it and ends any in progress by then, with
+    :class:`~mlcopilot.errors.CatalogUnavailable`. Without it, a scan checks its bound between
+    models only.
+    """
+
+    def walk_until(self, deadline: float | None) -> None:
+        """Hold every call to ``deadline`` (a ``time.monotonic()``); None: no bound."""
         ...
 
 

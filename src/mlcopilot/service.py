@@ -12,7 +12,7 @@ then fails on a flag has loaded no backend, store or sink.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -86,15 +86,28 @@ class Service:
         clock: Clock | None = None,
         deliver: bool = True,
         progress: Progress | None = None,
+        steps: Callable[[str], None] | None = None,
     ) -> ScanResult:
         """Scan with the configured checks and sinks; the relay's clock starts at ``options.now``.
 
         ``deliver=False`` commits the write-back and notifications as outbox rows and returns
         (a relay delivers them): what a tool call or an event handler that must not block does.
+        The walk is bounded by ``[datahub] walk_timeout``. ``steps`` is told each step the
+        scan and its relay take, by name (``before_commit``, ``after_commit``,
+        ``before_send:github``...: the failpoints), before the configured failpoint is.
         """
         from mlcopilot.clock import OffsetClock
 
         delivery = self.delivery(catalog, clock or OffsetClock(options.now), deliver=deliver)
+        if steps is not None:
+            configured = delivery.failpoint
+
+            def step(name: str) -> None:
+                steps(name)
+                configured(name)
+
+            delivery = replace(delivery, failpoint=step)
+        options = replace(options, walk_timeout=self.settings.datahub.walk_timeout)
         return scan(catalog, store, self.checks, options, progress=progress, delivery=delivery)
 
     def preview_change(
@@ -120,6 +133,7 @@ class Service:
         """A dry-run scan of ``options.models`` and the HTML page `mlcopilot report` writes."""
         from mlcopilot.report.html import report_page
 
+        options = replace(options, walk_timeout=self.settings.datahub.walk_timeout)
         return report_page(
             catalog, store, self.checks, options, datahub_url=self.notify.datahub_url
         )

@@ -140,3 +140,21 @@ def test_hostile_names_run_nothing_fetch_nothing_and_read_as_text(
     assert background == "none"
     assert traffic.foreign == []
     assert traffic.page_errors == []
+
+
+def test_a_big_graph_opens_with_its_worst_finding_in_view(
+    browser: Chromium, tmp_path: Path
+) -> None:
+    """Its one critical finding sits at the outermost level: on load that node is shown."""
+    from tests.render_html.test_html_trouble_first import deep_trouble
+
+    result = deep_trouble()
+    page_file = tmp_path / "deep.html"
+    page_file.write_text(render_html(result), encoding="utf-8")
+    critical = result.models[0].findings[1]
+    with browser.open(page_file) as opened:
+        shown = opened.page.evaluate(VISIBLE_JS)
+        assert critical.entity in shown
+        first = opened.page.evaluate("() => document.querySelector('tr.finding').dataset.severity")
+        assert first == "critical"
+        assert opened.traffic.page_errors == []

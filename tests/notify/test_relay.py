@@ -3,9 +3,13 @@ when another relay held (or took over) a row — on SQLite and, with two relays,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -13,6 +17,7 @@ from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import OutboxItem, Severity
 from mlcopilot.notify.relay import Relay, RelayReport, RetryPolicy, no_failpoint
 from mlcopilot.notify.sinks.github import GitHubSink
+from mlcopilot.protocols import StateStore
 from testing.notify_world import CUSTOMERS, Script, World, world
 from testing.postgres import fresh_schema
 
@@ -119,6 +124,49 @@ def test_a_row_under_a_dead_relays_lease_is_not_delivered_and_says_when_it_will_
         assert len(w.github.issues) == 1
 
 
+@pytest.fixture
+def another_process() -> Iterator[subprocess.Popen[bytes]]:
+    """A process running on this host (a second scanner, as far as a lease can tell)."""
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) as process:
+        try:
+            yield process
+        finally:
+            process.kill()
+
+
+def test_rows_a_running_process_is_delivering_are_said_and_fail_nothing(
+    tmp_path: Path, state_url: str, another_process: subprocess.Popen[bytes]
+) -> None:
+    """Issue 25, item 5: the scanner whose rows another is delivering does not exit 5."""
+    owner = f"{socket.gethostname()}:{another_process.pid}:5c4a1e2b"
+    with world(tmp_path, state_url=state_url, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = TWO_GROUPS
+        committed(w)
+        with w.store() as store:  # the other scanner's relay claimed both rows
+            claims = store.claim(
+                sinks=["github"], owner=owner, now=w.clock.now(), lease=LEASE, limit=20
+            )
+        assert len(claims) == 2
+        report = relay_github(w, "relay-b")
+        assert report.ok  # nothing of this run failed: nothing to retry here
+        assert report.retrying == []
+        assert sorted(i.id for i, _ in report.elsewhere) == sorted(c.item.id for c in claims)
+        assert {reason for _, reason in report.elsewhere} == {
+            f"being delivered by {owner}, a process still running on this host (its lease runs "
+            "until 2026-03-02 09:03:00 UTC)"
+        }
+        assert w.github.issues == {}
+        another_process.kill()  # it died before delivering them: now they are not delivered
+        another_process.wait()
+        rerun = relay_github(w, "relay-c")
+        assert not rerun.ok
+        assert rerun.elsewhere == []
+        assert {reason for _, reason in rerun.retrying} == {
+            f"held by {owner}, a process on this host that is no longer running: the row goes "
+            "out after its lease ends at 2026-03-02 09:03:00 UTC, checked against github first"
+        }
+
+
 def test_no_inline_wait_holds_the_lease(tmp_path: Path) -> None:
     with world(tmp_path) as w:
         w.script = PII
@@ -173,6 +221,28 @@ def test_no_rate_limit_is_waited_past_the_runs_deadline(tmp_path: Path) -> None:
         (row,) = github_rows(w)
         assert row.status is OutboxStatus.PENDING
         assert report.next_attempts[item.id] == row.next_attempt_at
+
+
+def test_a_reset_already_past_is_waited_no_longer_than_githubs_bound(tmp_path: Path) -> None:
+    """A skewed clock: the reset is already past, which stands for GitHub's minute, capped."""
+    with world(tmp_path) as w:
+        w.script = PII
+        committed(w)
+        w.github.reset_in_the_past()
+        settings = w.settings().github
+        assert settings is not None
+        bounded = settings.model_copy(update={"max_rate_limit_wait_s": 45.0})
+        with w.store() as store:
+            report = Relay(store, [GitHubSink(bounded, clock=w.clock)], clock=w.clock).run()
+        waits = [s for s in w.clock.sleeps if s > 5]  # not the 1 s between two writes
+        assert waits == [45.0, 45.0, 45.0]  # not 60 s: the bound holds
+        assert len(w.github.requests) == 4
+        ((item, reason),) = report.retrying
+        assert "rate limited 4 times in this run" in reason
+        (row,) = github_rows(w)
+        assert row.next_attempt_at == report.next_attempts[item.id]
+        assert row.next_attempt_at is not None
+        assert row.next_attempt_at <= w.clock.now() + timedelta(seconds=45)
 
 
 def test_a_run_claims_nothing_after_its_deadline_and_says_rows_are_left(tmp_path: Path) -> None:
@@ -311,3 +381,40 @@ def test_batch_mates_taken_over_meanwhile_are_not_sent_again(tmp_path: Path) -> 
         assert first.delivered == []
         assert len(w.github.issues) == 2
         assert {r.status for r in github_rows(w)} == {OutboxStatus.DONE}
+
+
+class CountingStore:
+    """The real store, counting the lease statements a relay asks of it."""
+
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+        self.renewals = 0
+        self.completions_with_renewal = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    def renew(self, items: Sequence[OutboxItem], **kwargs: Any) -> set[int]:
+        self.renewals += 1
+        return self._store.renew(items, **kwargs)
+
+    def complete_and_renew(self, *args: Any, **kwargs: Any) -> tuple[bool, set[int]]:
+        self.completions_with_renewal += 1
+        return self._store.complete_and_renew(*args, **kwargs)
+
+
+def test_a_completion_renews_the_rows_still_queued_in_its_own_transaction(
+    tmp_path: Path,
+) -> None:
+    with world(tmp_path, fields=("a", "b"), MLCOPILOT_GROUP_WAIT="0") as w:
+        w.script = TWO_GROUPS
+        committed(w)
+        with w.store() as store:
+            counting = CountingStore(store)
+            relay = Relay(cast(StateStore, counting), [github_sink(w)], clock=w.clock, owner="a")
+            report = relay.run()
+        assert len(report.delivered) == 2
+        # The first row's completion renewed the second's lease: no statement of its own.
+        assert counting.completions_with_renewal == 1
+        assert counting.renewals == 0
+        assert len(w.github.issues) == 2

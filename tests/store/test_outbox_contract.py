@@ -180,6 +180,31 @@ def test_a_renewal_extends_only_the_leases_still_held(store: SqlStore) -> None:
     assert rows[mine[1].item.id].lease_expires_at == later + LEASE
 
 
+def test_a_completion_renews_the_rows_still_queued_in_the_same_transaction(
+    store: SqlStore,
+) -> None:
+    for n in range(3):
+        record(store, [finding(entity=f"{DS}{n}")], T0)
+    first, *queued = store.claim(sinks=["slack"], owner="me", now=T0, lease=LEASE, limit=10)
+    (taken,) = store.claim(sinks=["slack"], owner="other", now=T0 + LEASE, lease=LEASE, limit=1)
+    later = T0 + LEASE + timedelta(seconds=5)
+    kept, held = store.complete_and_renew(
+        first.item,
+        Delivered(),
+        owner="me",
+        now=later,
+        renew=[c.item for c in queued],
+        lease=LEASE,
+    )
+    assert not kept  # the first was taken over once its lease ran out: left to its new owner
+    assert taken.item.id == first.item.id
+    assert held == {queued[0].item.id, queued[1].item.id}
+    rows = {r.id: r for r in store.outbox() if r.sink == "slack"}
+    assert rows[first.item.id].status is OutboxStatus.SENDING
+    assert rows[first.item.id].lease_owner == "other"
+    assert {rows[c.item.id].lease_expires_at for c in queued} == {later + LEASE}
+
+
 def test_a_change_before_the_open_was_sent_folds_into_it(store: SqlStore) -> None:
     record(store, [finding()], T0)
     record(store, [finding(), finding("phone")], T0 + timedelta(seconds=10))

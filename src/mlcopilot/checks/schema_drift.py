@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from mlcopilot.checks.column_types import platform_of, same_type
 from mlcopilot.config import PluginConfig
 from mlcopilot.model import (
     JSON,
@@ -61,8 +62,11 @@ class SchemaDrift:
       same position, the same description and the similarity of the names; the best pairs
       scoring at least `rename_confidence` (default 0.6) are reported as renames, the
       others stay removed plus added;
-    - type_changed: a column whose logical type changed, or whose native type changed
-      while the logical type stayed the same;
+    - type_changed: a column whose type changed. Two spellings of one type on the dataset's
+      platform are not a change (Hive's `long` and `bigint`, `string` and `STRING`,
+      Snowflake's `INT` and `NUMBER(38,0)`; nor a string's length): native types are read
+      into their families (`mlcopilot.checks.column_types`, the README's table), and only a
+      change of family, or of a decimal's precision and scale, counts;
     - added: a column the baseline did not have.
 
     Why it matters: a model reads its features by column name and type. A removed or
@@ -120,7 +124,8 @@ class SchemaDrift:
         after = node.schema.by_path()
         removed = [f for path, f in before.items() if path not in after]
         added = [f for path, f in after.items() if path not in before]
-        renames = self._renames(removed, added)
+        platform = platform_of(node.urn)
+        renames = self._renames(removed, added, platform)
         renamed_old = {r.old.path for r in renames}
         renamed_new = {r.new.path for r in renames}
 
@@ -128,20 +133,26 @@ class SchemaDrift:
         for old in ctx.baseline.fields:
             if old.path in renamed_old:
                 rename = next(r for r in renames if r.old.path == old.path)
-                findings.append(self._renamed(node, ctx, rename))
+                findings.append(self._renamed(node, ctx, rename, platform))
             elif old.path not in after:
                 findings.append(self._removed(node, ctx, old))
-            elif _type_changed(old, after[old.path]):
+            elif not same_type(old, after[old.path], platform):
                 findings.append(self._type_changed(node, ctx, old, after[old.path]))
         for new in node.schema.fields:
             if new.path not in before and new.path not in renamed_new:
                 findings.append(self._added(node, ctx, new))
         return CheckOutcome(findings=tuple(findings))
 
-    def _renames(self, removed: list[SchemaField], added: list[SchemaField]) -> list[_Rename]:
+    def _renames(
+        self, removed: list[SchemaField], added: list[SchemaField], platform: str | None
+    ) -> list[_Rename]:
         """The likely renames among removed × added columns, best-scoring pairs first."""
         candidates = sorted(
-            (_Rename(old, new, _rename_score(old, new)) for old in removed for new in added),
+            (
+                _Rename(old, new, _rename_score(old, new, platform))
+                for old in removed
+                for new in added
+            ),
             key=lambda r: (-r.confidence, r.old.position, r.new.position, r.old.path, r.new.path),
         )
         chosen: list[_Rename] = []
@@ -169,11 +180,13 @@ class SchemaDrift:
             evidence=_evidence(old, None, feeds),
         )
 
-    def _renamed(self, node: Node, ctx: CheckContext, rename: _Rename) -> Finding:
+    def _renamed(
+        self, node: Node, ctx: CheckContext, rename: _Rename, platform: str | None
+    ) -> Finding:
         old, new = rename.old, rename.new
         feeds = ctx.usage.feeds(old.path)
         retyped = ""
-        if _type_changed(old, new):
+        if not same_type(old, new, platform):
             retyped = f" and its type changed from {_type_change(old, new)}"
         # Judged by the old name, the one the model was trained on. Lineage that already reads
         # the new name is worth saying: the pipeline was moved to it.
@@ -226,19 +239,12 @@ class SchemaDrift:
         )
 
 
-def _type_changed(old: SchemaField, new: SchemaField) -> bool:
-    """Whether the logical type, or else a known native type, differs."""
-    if old.type != new.type:
-        return True
-    return bool(old.native_type and new.native_type and old.native_type != new.native_type)
-
-
-def _rename_score(old: SchemaField, new: SchemaField) -> float:
+def _rename_score(old: SchemaField, new: SchemaField, platform: str | None) -> float:
     """How likely, from 0 to 1, that ``new`` is ``old`` under another name."""
     score = 0.0
     if old.type == new.type:
         score += _WEIGHT_TYPE
-    if old.native_type and old.native_type == new.native_type:
+    if old.native_type and new.native_type and same_type(old, new, platform):
         score += _WEIGHT_NATIVE_TYPE
     if old.position == new.position:
         score += _WEIGHT_POSITION

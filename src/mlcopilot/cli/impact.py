@@ -159,6 +159,7 @@ def impact_command(
             "no change to preview: give --drop, --rename, --retype, --deprecate or --schema-file"
         )
 
+    from mlcopilot.checks.column_types import platform_of
     from mlcopilot.cli.render.impact_report import headline
     from mlcopilot.scan.whatif import (
         derive_changes,
@@ -198,7 +199,9 @@ def impact_command(
 
             current = cat.nodes([urn])[urn]
             proposed = read_schema_file(schema_file, urn, current.schema)
-            derived = derive_changes(current.schema, proposed, source=f"{schema_file.name}")
+            derived = derive_changes(
+                current.schema, proposed, source=f"{schema_file.name}", platform=platform_of(urn)
+            )
             changes = replace(derived, deprecation=deprecation)
         report = service.preview_change(cat, store, urn, changes, clock, limits)
     infos = [check.info for check in checks]

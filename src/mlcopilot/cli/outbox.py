@@ -192,7 +192,7 @@ def _stranded(store: StateStore, relay: Relay, ignored: set[str]) -> dict[str, i
 def _print_delivery(report: RelayReport, applied: int, stranded: dict[str, int]) -> None:
     from mlcopilot.cli.render.terminal import print_relay
 
-    if not report.delivered and report.ok and not stranded:
+    if not report.delivered and report.ok and not stranded and not report.elsewhere:
         out.print("Nothing was due.")
     elif applied:
         out.print(f"Write-back: {count(applied, 'change')} to the catalog.")

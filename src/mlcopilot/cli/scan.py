@@ -46,7 +46,9 @@ if TYPE_CHECKING:
     from mlcopilot.report.html import ReportLinks
     from mlcopilot.report.sarif import Locator
     from mlcopilot.report.summary import ScanOutcome
+    from mlcopilot.scan import ScanOptions
     from mlcopilot.scan.checking import Progress as ScanProgress
+    from mlcopilot.service import Service
     from mlcopilot.settings import Settings
 
 
@@ -149,31 +151,83 @@ def scan_command(
     limits = walk_limits(max_hops, max_nodes)
     settings = command_settings(catalog, state_url)
     service = Service.from_settings(settings, write_back=write_back)
-    notify, checks = service.notify, service.checks
     reports = paired_reports(output_format or [OutputFormat.table], output or [])
     locator = _sarif_locator(settings, reports)  # a bad [sarif] dbt_manifest fails here
 
-    from mlcopilot.incidents.gate import evaluate_gate
-    from mlcopilot.report.summary import ScanOutcome
     from mlcopilot.scan import ScanOptions
 
     started = time.monotonic()
     options = ScanOptions(now=clock_now, models=tuple(model or ()), dry_run=dry_run, limits=limits)
+    interrupts = _Interrupts(dry_run=dry_run, deliver=deliver)
+    try:
+        with interrupts.installed():
+            code = _scan_and_report(
+                service,
+                settings,
+                options,
+                interrupts,
+                reports=reports,
+                rules=rules,
+                locator=locator,
+                json_version=json_version,
+                fail_on=fail_on,
+                quiet=quiet,
+                deliver=deliver,
+                started=started,
+            )
+    except KeyboardInterrupt:
+        err.print(f"[bold red]interrupted[/]: {escape(interrupts.said())}", soft_wrap=True)
+        raise typer.Exit(130) from None
+    if code:
+        raise typer.Exit(code)
+
+
+def _scan_and_report(
+    service: Service,
+    settings: Settings,
+    options: ScanOptions,
+    interrupts: _Interrupts,
+    *,
+    reports: Sequence[tuple[OutputFormat, Path | None]],
+    rules: GateRules | None,
+    locator: Locator | None,
+    json_version: int,
+    fail_on: Severity | None,
+    quiet: bool,
+    deliver: bool,
+    started: float,
+) -> int:
+    """Scan, write the reports and the closing summary; the exit code (0, 1 or 5)."""
+    from mlcopilot.incidents.gate import evaluate_gate
+    from mlcopilot.report.summary import ScanOutcome
+
     with (
-        opened_for_scan(settings, dry_run=dry_run) as (cat, store),
+        opened_for_scan(settings, dry_run=options.dry_run) as (cat, store),
         _progress(quiet=quiet) as progress,
     ):
         clock = OffsetClock(options.now)
         # The relay may wait (group_wait, a retry): said on stderr, so a CI log never looks hung.
         waits = clock if quiet else AnnouncedWaits(clock, err)
-        result = service.scan(cat, store, options, clock=waits, deliver=deliver, progress=progress)
-        links = _html_links(reports, store, notify.datahub_url)
+        try:
+            result = service.scan(
+                cat,
+                store,
+                options,
+                clock=waits,
+                deliver=deliver,
+                progress=progress,
+                steps=interrupts.step,
+            )
+        finally:
+            interrupts.settle()
+        interrupts.scanned = True
+        links = _html_links(reports, store, service.notify.datahub_url)
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
     closing = ScanOutcome(result, verdict, time.monotonic() - started)
     for report in result.models:
         for error in report.errors:
             err.print(f"[yellow]warning:[/] {escape(error)}")
-    infos = [check.info for check in checks]
+    infos = [check.info for check in service.checks]
     # The report for stdout (or else the last one) is emitted last, with the closing summary.
     *others, last = sorted(reports, key=lambda pair: pair[1] is None)
     for each_format, path in others:
@@ -186,9 +240,104 @@ def scan_command(
     text = _render(closing, last[0], json_version, infos, fail_on, links, locator)
     _emit(text, last[1], closing, quiet=quiet)
     if verdict is not None and not verdict.passed:
-        raise typer.Exit(1)
+        return 1
     if result.relay is not None and not result.relay.ok:
-        raise typer.Exit(5)
+        return 5
+    return 0
+
+
+class _Interrupts:
+    """Ctrl-C and ``SIGTERM`` during a scan, and what it had recorded when one came.
+
+    Both stop the scan as an interrupt (as they stop ``catalog load``), said in one line with
+    what was and was not recorded, exit 130. While the scan is being recorded (its one
+    transaction, ``before_commit`` to ``after_commit``) a signal waits for the transaction to
+    end, so the scan is then recorded or not, never in doubt. The relay's steps say which
+    outbox row, if any, was being sent.
+    """
+
+    def __init__(self, *, dry_run: bool, deliver: bool) -> None:
+        self._dry_run = dry_run
+        self._deliver = deliver
+        self._recording = False
+        self._pending = False
+        self.recorded = False
+        """The scan's transaction committed."""
+        self.scanned = False
+        """The scan (and its delivery) finished: what remained was writing the reports."""
+        self.sending: str | None = None
+        """The sink of the outbox row being sent (its ``before_send`` seen, not yet done)."""
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """SIGINT and SIGTERM handled as said above, for the block (on the main thread)."""
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        signals = (signal.SIGINT, signal.SIGTERM)
+        previous = {each: signal.signal(each, self._signalled) for each in signals}
+        try:
+            yield
+        finally:
+            for each, handler in previous.items():
+                signal.signal(each, handler)
+
+    def _signalled(self, signum: int, frame: object) -> None:
+        if self._recording:
+            self._pending = True  # raised once the transaction has ended
+            return
+        raise KeyboardInterrupt
+
+    def step(self, name: str) -> None:
+        """One step of the scan or its relay (the failpoints' names)."""
+        if name == "before_commit":
+            self._recording = True
+        elif name == "after_commit":
+            self.recorded = True
+            self.settle()
+        elif name.startswith("before_send:"):
+            self.sending = name.partition(":")[2]
+        elif name.startswith("after_done:"):
+            self.sending = None
+
+    def settle(self) -> None:
+        """The transaction is over (committed, or the scan failed): an interrupt waiting goes."""
+        self._recording = False
+        if self._pending:
+            self._pending = False
+            raise KeyboardInterrupt
+
+    def said(self) -> str:
+        """What was and was not recorded, in one sentence."""
+        if not self.recorded:
+            if self._dry_run:
+                return "nothing was recorded or written (a dry run records nothing)"
+            return (
+                "nothing was recorded: the scan stopped before it stored its results, so the "
+                "state database and the catalog are as they were; scan again"
+            )
+        if self.scanned:
+            delivery = (
+                "its delivery ran (`mlcopilot outbox list` shows what is left)"
+                if self._deliver
+                else "its write-back and notifications wait in the outbox (--no-deliver)"
+            )
+            return f"the scan was recorded and {delivery}; only its report was not finished"
+        said = (
+            "the scan was recorded, but its delivery was cut short: the write-back and "
+            "notifications not yet delivered wait in the outbox (`mlcopilot outbox list`; "
+            "`mlcopilot outbox deliver` sends them)"
+        )
+        if self.sending is not None:
+            said += (
+                f"; the {self.sending} one being sent may have gone out: it stays claimed "
+                f"until its lease ends (2 minutes), then is checked against {self.sending} "
+                "before it is sent again"
+            )
+        return said
 
 
 def _gate_rules(

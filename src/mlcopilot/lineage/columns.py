@@ -221,3 +221,93 @@ def _combine(rules: Iterable[_Rule], columns: Iterable[str]) -> ColumnUsage:
     if not feeding and not unused and not complete:
         return _NO_USAGE
     return ColumnUsage(columns=feeding, unused=unused, complete=complete)
+
+
+class ColumnPaths:
+    """The path by which a column reaches the model, where lineage names it edge by edge.
+
+    A finding about a column shows this path rather than the walk's first path to its node:
+    the two differ when the node reaches the model in several ways (``raw.customers.email``
+    flows through ``curated.customer_360``, the training data, while the walk first reached
+    ``raw.customers`` through a feature computed from another column).
+
+    The search goes downstream from ``(node, column)`` to the model, one edge at a time, over
+    what :func:`column_usage` also trusts: column-level lineage between datasets (only into
+    columns that feed), a feature's recorded source columns (or the column it is named
+    after), training data (the dataset consumed whole) and ML entities consumed whole. Jobs
+    and edges that name no columns end the search there. The shortest such path wins; none
+    at all gives None, and the finding keeps its node's path.
+    """
+
+    def __init__(self, lineage: Lineage, usage: Mapping[Urn, ColumnUsage]) -> None:
+        self._lineage = lineage
+        self._usage = usage
+        self._downstream: dict[Urn, list[Edge]] | None = None
+
+    def path(self, urn: Urn, column: str) -> tuple[Urn, ...] | None:
+        """The path from the model to ``urn`` along which ``column`` flows, model first."""
+        root = self._lineage.root
+        if urn == root:
+            return None
+        start: tuple[Urn, str | None] = (urn, column)
+        came_from: dict[tuple[Urn, str | None], tuple[Urn, str | None] | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            state = queue.popleft()
+            if state[0] == root:
+                return self._unwind(state, came_from)
+            for following in self._next(*state):
+                if following not in came_from:
+                    came_from[following] = state
+                    queue.append(following)
+        return None
+
+    @staticmethod
+    def _unwind(
+        state: tuple[Urn, str | None],
+        came_from: Mapping[tuple[Urn, str | None], tuple[Urn, str | None] | None],
+    ) -> tuple[Urn, ...]:
+        urns: list[Urn] = []
+        at: tuple[Urn, str | None] | None = state
+        while at is not None:
+            urns.append(at[0])
+            at = came_from[at]
+        return tuple(urns)  # model first: the search ran from the node towards the model
+
+    def _next(self, urn: Urn, column: str | None) -> list[tuple[Urn, str | None]]:
+        """Where ``column`` of ``urn`` (None: the entity as a whole) flows one edge down."""
+        found: list[tuple[Urn, str | None]] = []
+        for edge in self._edges_from(urn):
+            downstream = self._lineage.nodes.get(edge.downstream)
+            if downstream is None:
+                continue
+            if edge.kind == "training_data" or (
+                column is None and edge.kind in ("feature", "feature_table", "primary_key")
+            ):
+                found.append((edge.downstream, None))
+            elif edge.kind == "feature_source" and downstream.entity_type in _FEATURE_TYPES:
+                sources = downstream.source_columns or (downstream.name,)
+                if column is None or column in sources:
+                    found.append((edge.downstream, None))
+            elif edge.kind == "dataset_upstream":
+                found.extend(
+                    (edge.downstream, c.downstream_field)
+                    for c in downstream.column_lineage
+                    if c.upstream == urn
+                    and (column is None or c.upstream_field == column)
+                    and self._feeds(edge.downstream, c.downstream_field)
+                )
+        return found
+
+    def _feeds(self, urn: Urn, column: str) -> bool:
+        if urn == self._lineage.root:
+            return True
+        usage = self._usage.get(urn)
+        return usage is not None and usage.feeds(column) is True
+
+    def _edges_from(self, urn: Urn) -> list[Edge]:
+        if self._downstream is None:
+            self._downstream = {}
+            for edge in self._lineage.edges:
+                self._downstream.setdefault(edge.upstream, []).append(edge)
+        return self._downstream.get(urn, [])

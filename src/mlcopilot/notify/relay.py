@@ -15,7 +15,11 @@ A sink that failed is skipped for the rest of the run; other sinks go on.
 The report is honest about what this run could not vouch for: a row still ``sending`` under
 another process's lease (maybe a dead one: it goes out once the lease expires), and a row
 this process delivered after its lease had expired (another relay may have delivered it too:
-a possible duplicate, named with where to look). Both make :attr:`RelayReport.ok` false.
+a possible duplicate, named with where to look). Both make :attr:`RelayReport.ok` false,
+except a row whose lease holder is a process still running on this host (a second scanner,
+``outbox deliver``): that one is being delivered, by it, and the report says so
+(:attr:`RelayReport.elsewhere`) without failing the run. A holder on another host cannot be
+told from a dead one, so its rows still count as not delivered until its lease expires.
 
 Idempotency lives in the sinks (deterministic DataHub urns, GitHub markers, Slack metadata);
 the relay's job is to never lose a row and to say plainly what it could not do.
@@ -109,6 +113,10 @@ class RelayReport:
     """Rows this run delivered after its lease had expired: another relay may have too."""
     stopped: str | None = None
     """Why the run stopped with rows still due (its deadline), if it did."""
+    elsewhere: list[tuple[OutboxItem, str]] = field(default_factory=list)
+    """Rows another process still running on this host holds under its lease: it is
+    delivering them (each with who and until when). Not this run's failure: :attr:`ok`
+    does not count them."""
 
     @property
     def ok(self) -> bool:
@@ -170,6 +178,8 @@ class Relay:
         """Rows claimed and not yet tried, oldest first (each of a different group)."""
         self._fresh = False
         """The next row is the first of a claim just made (no need to ask the store)."""
+        self._renewed: set[int] | None = None
+        """The queued rows the row just completed renewed, still ours (None: ask the store)."""
         # Per run (reset by run()): the linger deadline, the hard one, rate limits so far.
         self._deadline = clock.now()
         self._hard_deadline = self._deadline
@@ -231,6 +241,7 @@ class Relay:
             )
         )
         self._fresh = True
+        self._renewed = None
 
     def _still_ours(self, claimed: Claimed, now: datetime) -> bool:
         """Whether this relay still holds ``claimed``, its batch-mates' leases renewed.
@@ -244,9 +255,12 @@ class Relay:
             self._fresh = False
             return True
         queued = [claimed, *self._claimed]
-        held = self._store.renew(
-            [c.item for c in queued], owner=self._owner, now=now, lease=self._retry.lease
-        )
+        held = self._renewed
+        self._renewed = None
+        if held is None:  # the previous row failed, or was given back: ask now
+            held = self._store.renew(
+                [c.item for c in queued], owner=self._owner, now=now, lease=self._retry.lease
+            )
         lost = [c for c in queued if c.item.id not in held]
         if lost:
             log.info(
@@ -299,11 +313,28 @@ class Relay:
             if item.lease_owner == self._owner or item.lease_expires_at is None:
                 continue
             expires = item.lease_expires_at
-            reason = (
-                f"still being sent by {item.lease_owner or 'another process'} (its lease runs "
-                f"until {_at(expires)}); if that process died, the row goes out after "
-                f"{_at(expires)}, checked against {item.sink} first"
-            )
+            owner = item.lease_owner or "another process"
+            running = _running(item.lease_owner)
+            if running:
+                reason = (
+                    f"being delivered by {owner}, a process still running on this host (its "
+                    f"lease runs until {_at(expires)})"
+                )
+                report.elsewhere.append((item, reason))
+                log.info("outbox row %s: %s", item.id, reason)
+                continue
+            if running is False:
+                reason = (
+                    f"held by {owner}, a process on this host that is no longer running: the "
+                    f"row goes out after its lease ends at {_at(expires)}, checked against "
+                    f"{item.sink} first"
+                )
+            else:
+                reason = (
+                    f"still being sent by {owner} (its lease runs until {_at(expires)}); if "
+                    f"that process died, the row goes out after {_at(expires)}, checked "
+                    f"against {item.sink} first"
+                )
             report.retrying.append((item, reason))
             report.next_attempts[item.id] = expires
             report.pending_left = True
@@ -314,6 +345,7 @@ class Relay:
     ) -> None:
         item, ref = claimed.item, claimed.ref
         sink = self._sinks[item.sink]
+        self._renewed = None  # only a completion right before the next row renews for it
         self._failpoint(f"before_send:{item.sink}")
         try:
             delivered = sink.deliver(item, ref)
@@ -326,7 +358,19 @@ class Relay:
             self._failed(item, error, report, paused)
             return
         self._failpoint(f"after_send:{item.sink}")
-        kept = self._store.complete(item, delivered, owner=self._owner, now=self._clock.now())
+        if self._claimed:
+            # The rows still queued are renewed in the same transaction (one statement less
+            # a row than asking again before the next): _still_ours reads what it held.
+            kept, self._renewed = self._store.complete_and_renew(
+                item,
+                delivered,
+                owner=self._owner,
+                now=self._clock.now(),
+                renew=[c.item for c in self._claimed],
+                lease=self._retry.lease,
+            )
+        else:
+            kept = self._store.complete(item, delivered, owner=self._owner, now=self._clock.now())
         self._failpoint(f"after_done:{item.sink}")
         self._warn(item, delivered, report)
         if not kept:
@@ -459,6 +503,32 @@ def _stopped(took: str, dead: Sequence[tuple[OutboxItem, str]], sinks: Sequence[
         f"then `mlcopilot outbox retry {ids}`); rows of other groups go out with the next run "
         "(`mlcopilot outbox deliver`)"
     )
+
+
+def _running(owner: str | None) -> bool | None:
+    """Whether the process behind a lease owner (``host:pid:tag``) is running.
+
+    Only a process on this host can be looked at: None for any other (or an owner named
+    some other way), which cannot be told from a dead one.
+    """
+    parts = (owner or "").split(":")
+    if len(parts) < 3 or ":".join(parts[:-2]) != socket.gethostname():
+        return None
+    try:
+        pid = int(parts[-2])
+    except ValueError:
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # running, as another user
+        return True
+    except OSError:
+        return None
+    return True
 
 
 def _at(when: datetime) -> str:

@@ -14,7 +14,7 @@ where a name is cut to fit a node (:func:`_cut` makes it inert first, to count w
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -184,7 +184,8 @@ def graph_view(report: ModelReport, anchor: str, datahub_url: str | None) -> Gra
     }
     pairs = [(edge.upstream, edge.downstream) for edge in lineage.edges]
     layout = layered_layout(report.urn, boxes, pairs)
-    opens = _open_level(layout)
+    worst = max((f.severity.rank for f in report.findings), default=None)
+    opens = _open_level(layout, {f.entity for f in report.findings if f.severity.rank == worst})
     return Graph(
         width=layout.width,
         height=layout.height,
@@ -218,10 +219,12 @@ def _views(layout: Layout) -> dict[int, list[int]]:
     return views
 
 
-def _open_level(layout: Layout) -> int | None:
+def _open_level(layout: Layout, worst: Collection[Urn] = ()) -> int | None:
     """The level a big graph opens collapsed to (the script does it); None: all shown.
 
-    The deepest level that keeps :data:`OPEN_NODES` nodes or fewer in view, at least 1.
+    The deepest level that keeps :data:`OPEN_NODES` nodes or fewer in view, at least 1, but
+    deep enough to show at least one of the nodes with the worst findings (``worst``): a big
+    graph never opens looking all green with its trouble hidden further upstream.
     """
     if len(layout.nodes) <= OPEN_NODES or layout.levels < 3:
         return None
@@ -232,7 +235,9 @@ def _open_level(layout: Layout) -> int | None:
     while level + 1 < layout.levels - 1 and shown + per_level[level + 1] <= OPEN_NODES:
         level += 1
         shown += per_level[level]
-    return max(level, 1)
+    trouble = min((layout.nodes[u].level for u in worst if u in layout.nodes), default=0)
+    level = max(level, trouble, 1)
+    return None if level >= layout.levels - 1 else level
 
 
 def _controls(layout: Layout, opens: int | None) -> Controls | None:
@@ -524,6 +529,13 @@ def _curve(points: Sequence[tuple[int, int]]) -> str:
 
 
 def _cut(value: str, limit: int) -> str:
-    """``value`` made inert and cut to ``limit`` characters, ``…`` last when cut."""
+    """``value`` made inert and cut to ``limit`` characters in the middle, ``…`` there.
+
+    Siblings share their start (``db.schema.orders_2024``, ``db.schema.orders_2025``) far more
+    often than their end, so both ends stay: the full name is in the node's tooltip.
+    """
     value = inert(value)
-    return value if len(value) <= limit else value[: limit - 1] + "…"
+    if len(value) <= limit:
+        return value
+    tail = (limit - 1) // 2
+    return value[: limit - 1 - tail] + "…" + value[len(value) - tail :]

@@ -86,6 +86,12 @@ class ModelView:
     truncated: bool
     timeline: tuple[Event, ...]
     script_data: dict[str, Any]
+    worst: str
+    """The severity of its worst finding (``none`` without any): the index shows it."""
+    tally: str
+    """Its findings by severity (``2 high, 1 medium``; ``no findings``)."""
+    rank: int
+    """1 + its worst finding's severity rank (0 without any): the index is ordered by it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +220,8 @@ def page_view(
         )
         for number, report in enumerate(result.models)
     )
+    # Worst first: the models with trouble lead the index and the page, whatever their names.
+    models = tuple(sorted(models, key=lambda m: (-m.rank, -len(m.findings), m.name, m.anchor)))
     head, *rest = summary_lines(closing, gate=closing.verdict is not None)
     return Page(
         title=title,
@@ -273,6 +281,11 @@ def _model_view(
     if report.unknown:
         coverage += f"; {count(len(report.unknown), 'entity')} lacked metadata a check needed"
     opened = {incident.id for incident in result.changes.opened}
+    # Worst first, whatever the graph shows (the table and the script's data in one order).
+    findings = sorted(report.findings, key=lambda f: (-f.severity.rank, f.entity, f.field or ""))
+    by_severity: dict[str, int] = {}
+    for f in findings:
+        by_severity[f.severity.value] = by_severity.get(f.severity.value, 0) + 1
     return ModelView(
         anchor=anchor,
         urn=report.urn,
@@ -281,8 +294,7 @@ def _model_view(
         coverage=coverage,
         graph=graph,
         findings=tuple(
-            _finding_row(f, result, known.get(f.id), f.id in opened, links, infos)
-            for f in report.findings
+            _finding_row(f, result, known.get(f.id), f.id in opened, links, infos) for f in findings
         ),
         profiles=_profiles(report),
         gaps=tuple(GapItem(g.entity, short_name(g.entity), g.reason) for g in report.gaps),
@@ -292,10 +304,13 @@ def _model_view(
             "urn": inert(report.urn),
             "findings": [
                 {"incident": f.id, "entity": inert(f.entity), "path": [inert(u) for u in f.path]}
-                for f in report.findings
+                for f in findings
             ],
             "views": {str(level): box for level, box in graph.views.items()},
         },
+        worst=findings[0].severity.value if findings else "none",
+        tally=", ".join(f"{n} {s}" for s, n in by_severity.items()) or "no findings",
+        rank=findings[0].severity.rank + 1 if findings else 0,
     )
 
 

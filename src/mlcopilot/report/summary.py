@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -53,59 +52,6 @@ class ScanOutcome:
         return sum(1 for m in self.result.models if m.lineage.truncated)
 
 
-def summary_dict(closing: ScanOutcome) -> dict[str, Any]:
-    """The ``summary`` of the JSON report, version 3 (version 2's keys, and more)."""
-    result = closing.result
-    totals = result.summary
-    changes = result.changes
-    relay = result.relay
-    return {
-        "models": totals.models,
-        "findings": totals.findings,
-        "unknown": totals.unknown,
-        "gaps": totals.gaps,
-        "models_with_gaps": totals.models_with_gaps,
-        "models_truncated": closing.truncated,
-        "findings_by_severity": closing.by_severity,
-        "findings_by_check": closing.by_check,
-        "incidents": {
-            "opened": len(changes.opened),
-            "updated": len(changes.updated),
-            "resolved": len(changes.resolved),
-        },
-        "delivery": None
-        if relay is None
-        else {
-            "delivered": len(relay.delivered),
-            "retrying": len(relay.retrying),
-            "dead": len(relay.dead),
-        },
-        "duration_seconds": None if closing.seconds is None else round(closing.seconds, 3),
-        "gate": None if closing.verdict is None else gate_dict(closing.verdict),
-    }
-
-
-def gate_dict(verdict: GateVerdict) -> dict[str, Any]:
-    """The gate's verdict as JSON data: the rules applied and every reason it failed."""
-    rules = verdict.rules
-    return {
-        "passed": verdict.passed,
-        "fail_on": rules.fail_on.value if rules.fail_on is not None else None,
-        "fail_on_gaps": rules.fail_on_gaps,
-        "fail_on_acknowledged": rules.acknowledged,
-        "fail_on_new": rules.new_only,
-        "reasons": [
-            {
-                "rule": r.rule,
-                "model": r.model,
-                "message": r.message,
-                "incidents": list(r.incidents),
-            }
-            for r in verdict.reasons
-        ],
-    }
-
-
 def summary_lines(closing: ScanOutcome, *, gate: bool = True) -> list[str]:
     """The summary as plain lines (no markup): a headline, one line per subject, the gate."""
     result = closing.result
@@ -131,7 +77,7 @@ def summary_lines(closing: ScanOutcome, *, gate: bool = True) -> list[str]:
         )
     lines.append(f"coverage: {_coverage(closing)}")
     relay = result.relay
-    if relay is not None and not relay.ok:
+    if relay is not None and (not relay.ok or relay.elsewhere):
         lines.append(f"delivery: {_delivery(relay)} (`mlcopilot outbox list`)")
     if gate:
         lines += gate_lines(closing.verdict)
@@ -175,13 +121,23 @@ def print_summary(closing: ScanOutcome, console: Console) -> None:
 
 
 def _delivery(relay: RelayReport) -> str:
-    """Everything that makes the relay's run not ok (exit 5), so the line and the code agree."""
-    parts = [f"{len(relay.dead)} dead", f"{len(relay.retrying)} to retry"]
+    """Everything that makes the relay's run not ok (exit 5), so the line and the code agree.
+
+    And the rows another process still running on this host is delivering: no failure of this
+    run, but said, so a row is never left unaccounted for.
+    """
+    parts = []
+    if not relay.ok:
+        parts = [f"{len(relay.dead)} dead", f"{len(relay.retrying)} to retry"]
     if relay.possible_duplicates:
         # Delivered, but perhaps twice: counted apart from the delivered rows, never as done.
         parts.append(count(len(relay.possible_duplicates), "possible duplicate"))
     if relay.stopped is not None:
         parts.append("the run stopped at its deadline with rows left for the next")
+    if relay.elsewhere:
+        holders = {item.lease_owner for item, _ in relay.elsewhere}
+        who = "another process" if len(holders) == 1 else f"{len(holders)} other processes"
+        parts.append(f"{len(relay.elsewhere)} being delivered by {who}")
     return ", ".join(parts)
 
 

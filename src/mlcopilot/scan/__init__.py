@@ -19,7 +19,7 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from mlcopilot.checks import infos_of
 from mlcopilot.clock import Clock, OffsetClock
@@ -42,6 +42,7 @@ from mlcopilot.notify.acks import AckReport, AckSource, read_back
 from mlcopilot.notify.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
 from mlcopilot.notify.sinks.datahub import DataHubSink, encode_writes
 from mlcopilot.protocols import Catalog, Check, StateStore, WalkLimits
+from mlcopilot.scan.bound import WalkBound
 from mlcopilot.scan.checking import Checked, Progress, walk_and_check
 from mlcopilot.scan.selection import check_clock, models_to_scan, nothing_to_scan
 from mlcopilot.text.wording import count
@@ -56,6 +57,9 @@ class ScanOptions:
     """Models to scan; empty means every mlModel in the catalog."""
     dry_run: bool = False
     limits: WalkLimits = field(default_factory=WalkLimits)
+    walk_timeout: timedelta | None = None
+    """The bound on the whole walk (``[datahub] walk_timeout``; None: none): past it the scan
+    stops with :class:`~mlcopilot.errors.CatalogUnavailable`, having recorded nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +206,24 @@ def _scan(
     delivery = delivery or Delivery()
     started_at = options.now
     check_clock(store, options.now)
-    models = models_to_scan(catalog, options.models)
+    with WalkBound(catalog, options.walk_timeout) as bound:
+        models = models_to_scan(catalog, options.models)
+        checked = (
+            walk_and_check(
+                catalog,
+                store,
+                checks,
+                models,
+                now=options.now,
+                limits=options.limits,
+                progress=bound.progress(progress),
+                step=bound.step,
+            )
+            if models
+            else None
+        )
     notes = () if delivery.write_back else (WRITE_BACK_OFF,)
-    if not models:
+    if checked is None:
         # Nothing to walk, reconcile or deliver: say what the catalog holds and stop, with
         # nothing stored (no run, no outbox rows) and nothing written back.
         return ScanResult(
@@ -217,12 +236,11 @@ def _scan(
             run_id=None,
             notes=(nothing_to_scan(catalog),),
         )
-    checked = walk_and_check(
-        catalog, store, checks, models, now=options.now, limits=options.limits, progress=progress
-    )
     acks = AckReport()
     if not options.dry_run:
         acks = read_back(store, delivery.ack_sources, models, now=options.now)
+        # From here to "after_commit": the one transaction that records the scan.
+        delivery.failpoint("before_commit")
     for attempt in range(1, _CONFLICT_RETRIES + 1):
         planned = _reconcile_and_plan(store, checks, checked, models, delivery, options.now)
         if options.dry_run:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
-from mlcopilot.lineage.columns import column_usage
+from mlcopilot.lineage.columns import ColumnPaths, column_usage
 from mlcopilot.lineage.coverage import coverage_gaps, profile_readiness
 from mlcopilot.model import (
     UNKNOWN_USAGE,
@@ -39,6 +40,8 @@ from mlcopilot.protocols import (
 
 Progress = Callable[[int, int, Urn], None]
 """Called before each model as ``progress(done, total, model_urn)``."""
+Step = Callable[[str], None]
+"""Called as the walk goes on to its next part, with what that is (``"running the checks"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +70,12 @@ def walk_and_check(
     now: datetime,
     limits: WalkLimits,
     progress: Progress | None = None,
+    step: Step | None = None,
 ) -> Checked:
     """Walk every model's lineage, choose its baselines and run every check on every node."""
+    step = step or _nowhere
     if len(models) > 1 and isinstance(catalog, LineagePrefetch):
+        step(f"reading the lineage of all {len(models)} models at once")
         catalog.prefetch(models, limits)
     lineages: list[Lineage] = []
     for done, model in enumerate(models):
@@ -77,13 +83,17 @@ def walk_and_check(
             progress(done, len(models), model)
         lineages.append(catalog.lineage(model, limits))
     # Every model's baselines at once: a dataset many models share has its history read once.
+    step("reading the schemas the models were trained on")
     known = schema_baselines(catalog, store, lineages, now)
     profiles_read = reads_profiles(checks)
+    if profiles_read:
+        step("reading the profiles the models were trained on")
     profiled = (
         profile_baselines(catalog, store, lineages, now)
         if profiles_read
         else {lineage.root: ({}, []) for lineage in lineages}
     )
+    step("running the checks")
     checked = Checked([], [], [], Evaluated(frozenset(check.name for check in checks)))
     for lineage in lineages:
         model_known, model_baselines = known[lineage.root]
@@ -98,6 +108,10 @@ def walk_and_check(
     if progress is not None:
         progress(len(models), len(models), "")
     return checked
+
+
+def _nowhere(what: str) -> None:
+    """A walk nobody follows."""
 
 
 def check_model(
@@ -115,6 +129,7 @@ def check_model(
     model = lineage.nodes[lineage.root]
     # Usage is judged on the baseline's columns too: drift asks about removed and renamed ones.
     usage = column_usage(lineage, {urn: b.schema for urn, b in known.items()})
+    column_paths = ColumnPaths(lineage, usage)
     findings: list[Finding] = []
     unknown: dict[Urn, list[str]] = {}
     errors: list[str] = []
@@ -131,6 +146,7 @@ def check_model(
             usage=usage.get(urn, UNKNOWN_USAGE),
             baseline=baseline.schema if baseline is not None else None,
             profile_baseline=(profiles or {}).get(urn),
+            column_path=partial(column_paths.path, urn),
         )
         for check in checks:
             try:

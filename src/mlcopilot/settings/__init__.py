@@ -193,6 +193,11 @@ class DataHubSection(_Section):
         description="write tags, properties, incidents and documents to the catalog; false "
         "to shadow-run (state and notifications only)",
     )
+    walk_timeout: OptionalDuration = Field(
+        timedelta(minutes=30),
+        description="bound on a scan's whole walk of the catalog (models, lineage, history); "
+        'past it the scan stops with exit 3 and records nothing; "off" for none',
+    )
 
 
 class GitHubSection(_Section):
@@ -358,6 +363,7 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "datahub.token": "DATAHUB_GMS_TOKEN",
     "datahub.ui_url": "MLCOPILOT_DATAHUB_URL",
     "datahub.write_back": "MLCOPILOT_WRITE_BACK",
+    "datahub.walk_timeout": "MLCOPILOT_WALK_TIMEOUT",
     "github.repo": "MLCOPILOT_GITHUB_REPO",
     "github.token": "GITHUB_TOKEN",
     "github.api_url": "MLCOPILOT_GITHUB_API_URL",

@@ -172,8 +172,8 @@ def renew(
     held: set[int] = set()
     for ids in chunks([item.id for item in items]):
         ours = (o.c.id.in_(ids), o.c.status == OutboxStatus.SENDING.value, o.c.lease_owner == owner)
-        conn.execute(update(o).where(*ours).values(lease_expires_at=now + lease))
-        held.update(conn.execute(select(o.c.id).where(*ours)).scalars())
+        renewed = update(o).where(*ours).values(lease_expires_at=now + lease).returning(o.c.id)
+        held.update(conn.execute(renewed).scalars())
     return held
 
 

@@ -504,6 +504,22 @@ class SqlStore(ClosedOnExit):
         with self._write("recording a delivery") as conn:
             return outbox_sql.complete(conn, item, delivered, owner=owner, now=now)
 
+    def complete_and_renew(
+        self,
+        item: OutboxItem,
+        delivered: Delivered,
+        *,
+        owner: str,
+        now: datetime,
+        renew: Sequence[OutboxItem],
+        lease: timedelta,
+    ) -> tuple[bool, set[int]]:
+        """:meth:`complete` and :meth:`renew` of the rows still queued, in one transaction."""
+        with self._write("recording a delivery") as conn:
+            kept = outbox_sql.complete(conn, item, delivered, owner=owner, now=now)
+            held = outbox_sql.renew(conn, renew, owner=owner, now=now, lease=lease)
+            return kept, held
+
     def fail(
         self,
         item: OutboxItem,

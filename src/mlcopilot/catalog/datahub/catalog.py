@@ -583,6 +583,14 @@ class DataHubCatalog(ClosedOnExit):
             self._emit(folded.pending, folded.read())
         return folded.changed
 
+    def walk_until(self, deadline: float | None) -> None:
+        """Start no call to GMS past ``deadline`` and end every one by then (None: no bound).
+
+        :class:`~mlcopilot.protocols.TimedWalk`: the bound of a scan's walk, on top of each
+        call's own deadline; the worker threads share it.
+        """
+        self._client.until = deadline
+
     def close(self) -> None:
         """Release connections and worker threads."""
         executor, self._executor = self._executor, None

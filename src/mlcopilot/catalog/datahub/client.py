@@ -1,7 +1,10 @@
 """The HTTP side of the DataHub backend: acryl-datahub's ``DataHubGraph``, with failures mapped.
 
 Every call goes through the SDK's session (its auth header, retries on 429/5xx with backoff,
-timeouts). What fails is translated at this one boundary into mlcopilot's errors, with one
+timeouts), and every call has a total deadline (:mod:`.deadline`): connect, send, the complete
+answer, every retry and every wait between them end within :attr:`GmsClient.budget`, however
+slowly the server sends its bytes, and by the scan's own bound (:attr:`GmsClient.until`) when
+one is set. What fails is translated at this one boundary into mlcopilot's errors, with one
 line that names the endpoint and the operation and never the token:
 
 - unreachable, refused, DNS, timeout, 5xx/429 after the retries → :class:`CatalogUnavailable`
@@ -20,6 +23,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,7 +38,9 @@ from datahub.metadata.schema_classes import MetadataChangeProposalClass
 from datahub.utilities.server_config_util import RestServiceConfig
 
 from mlcopilot.catalog.datahub.connection import DataHubSettings
+from mlcopilot.catalog.datahub.deadline import DeadlinePassed, bound_session, within
 from mlcopilot.errors import CatalogError, CatalogUnavailable
+from mlcopilot.text.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +68,14 @@ class GmsClient:
 
     Args:
         settings: Server and credentials.
-        timeout: Seconds to connect and, separately, to wait for each response.
+        timeout: Seconds each socket operation may wait (a connect, a read).
         retries: How often the SDK retries a 429/5xx/connection failure (with backoff) before
-            the call fails; the worst case per call is about ``(retries + 1) * timeout``
-            plus ``2 * (2**retries - 2)`` seconds of backoff.
+            the call fails.
         pool_size: Connections kept per worker thread.
+
+    Every call ends within :attr:`budget`, ``(retries + 1) * timeout`` seconds: its
+    attempts and the waits between them together (a wait that would end past it is not
+    waited), and a server that sends its answer a byte at a time is cut off.
     """
 
     def __init__(
@@ -80,6 +89,13 @@ class GmsClient:
         self._graphs: list[DataHubGraph] = []
         self._lock = threading.Lock()
         self._config: RestServiceConfig | None = None
+        self.until: float | None = None
+        """A ``time.monotonic()`` no call may outlast (a scan's bound on its walk); None: none."""
+
+    @property
+    def budget(self) -> float:
+        """Seconds one call may take in all, retries and their waits included."""
+        return self.timeout * (self.retries + 1)
 
     @property
     def url(self) -> str:
@@ -255,6 +271,7 @@ class GmsClient:
                 openapi_ingestion=False,
             )
             graph = DataHubGraph(config)
+            bound_session(graph.session)  # every call within its deadline (see .deadline)
             self._local.graph = graph
             with self._lock:
                 self._graphs.append(graph)
@@ -287,19 +304,50 @@ class GmsClient:
 
     @contextmanager
     def _errors(self, operation: str) -> Iterator[None]:
-        try:
-            yield
-        except CatalogError:
-            raise
-        except (
-            requests.RequestException,
-            OperationalError,
-            GraphError,
-            ConfigurationError,
-            ValueError,
-            KeyError,
-        ) as exc:
-            self._raise_for(exc, operation)
+        """One call to GMS: within its deadline, its failures mapped to mlcopilot's errors."""
+        until = self.until
+        if until is not None and time.monotonic() >= until:
+            raise CatalogUnavailable(
+                f"DataHub at {self.url}: {operation} not made: past {_PAST_BOUND}"
+            )
+        with within(self.budget, until=until) as deadline:
+            try:
+                yield
+            except CatalogError:
+                raise
+            except (
+                requests.RequestException,
+                OperationalError,
+                GraphError,
+                ConfigurationError,
+                ValueError,
+                KeyError,
+                OSError,
+            ) as exc:
+                timed_out = time.monotonic() >= deadline or any(
+                    isinstance(item, DeadlinePassed) for item in _chain(exc)
+                )
+                if timed_out:
+                    self._timed_out(exc, operation, bound=until is not None and until <= deadline)
+                self._raise_for(exc, operation)
+
+    def _timed_out(self, exc: Exception, operation: str, *, bound: bool) -> NoReturn:
+        """The call reached its deadline (or the scan's bound, when that came first)."""
+        where = f"cannot reach DataHub at {self.url} ({operation})"
+        budget = f"{self.budget:g} s" + (
+            f", {count(self.retries, 'retry')} included" if self.retries else ""
+        )
+        passed = next((i for i in _chain(exc) if isinstance(i, DeadlinePassed)), None)
+        if passed is not None and passed.wait is not None:
+            answer = f"HTTP {passed.status}" if passed.status is not None else "a failure"
+            why = f"{answer}, and the next retry ({passed.wait:g} s later) would be past " + (
+                _PAST_BOUND if bound else f"the call's deadline ({budget})"
+            )
+        elif bound:
+            why = f"no complete answer before {_PAST_BOUND}"
+        else:
+            why = f"no complete answer within {budget} (timed out)"
+        raise CatalogUnavailable(f"{where}: {why}") from exc
 
     def _raise_for(self, exc: Exception, operation: str) -> NoReturn:
         where = f"DataHub at {self.url}"
@@ -347,6 +395,8 @@ def _status(exc: BaseException) -> int | None:
                 return status
     return None
 
+
+_PAST_BOUND = "the scan's time bound on its walk ([datahub] walk_timeout)"
 
 _UNREACHABLE: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     # Most specific first: urllib3's NameResolutionError is a NewConnectionError, which is a

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog, Definition
 from mlcopilot.catalog.datahub.connection import DataHubSettings, settings_from_spec
 from mlcopilot.catalog.datahub.setup import definitions
-from mlcopilot.catalog.mcp.catalog import TOOLS_CALLED, McpCatalog
+from mlcopilot.catalog.mcp.catalog import TOOLS_CALLED, McpCatalog, McpOptions
 from mlcopilot.errors import CatalogError, ConfigError
 from mlcopilot.settings import Settings
 
 DOCTOR_TIMEOUT = 10.0
-"""Seconds per request: a doctor should answer quickly, even about a hung server."""
+"""Seconds per call to DataHub, in all (connect to the last byte, no retries): a doctor should
+answer quickly, even about a hung server or one that sends its answer a byte at a time."""
 
 _PLATFORM = {
     "createTags": "create tags",
@@ -54,7 +55,8 @@ def run_doctor(
 
     Args:
         target: ``datahub:URL`` / ``datahub:`` (as ``--catalog`` takes it), or settings.
-        timeout: Seconds per request (no retries: a doctor reports, it does not insist).
+        timeout: Seconds per call, in all (no retries: a doctor reports, it does not insist);
+            the MCP server's start-up and tool calls get the same bound.
         expected: The definitions setup creates (default: all of mlcopilot's).
         config: mlcopilot's settings, for ``datahub:`` alone and the token (None: read now).
 
@@ -76,17 +78,19 @@ def run_doctor(
     finally:
         catalog.close()
     if str(target).startswith("mcp:"):
-        checks.append(_mcp_server(settings))
+        checks.append(_mcp_server(settings, timeout))
     return checks
 
 
-def _mcp_server(settings: DataHubSettings) -> DoctorCheck:
+def _mcp_server(settings: DataHubSettings, timeout: float) -> DoctorCheck:
     """Start mcp-server-datahub against the server and look for the tools the backend calls.
 
     Those are the backend's own :data:`~mlcopilot.catalog.mcp.catalog.TOOLS_CALLED`, so the
-    check cannot drift from what ``mcp:`` scans use.
+    check cannot drift from what ``mcp:`` scans use. GMS's ``/config`` is read within
+    ``timeout`` (no retries); the server gets the usual start-up bound, ``timeout`` per call.
     """
-    catalog = McpCatalog(settings)
+    options = McpOptions(timeout=timeout, retries=0, call_timeout=timeout)
+    catalog = McpCatalog(settings, options)
     try:
         tools = catalog.session.tools()
     except CatalogError as exc:

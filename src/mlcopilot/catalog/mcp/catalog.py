@@ -240,6 +240,8 @@ class McpCatalog(ClosedOnExit):
         self._gms = GmsClient(
             settings, timeout=self._options.timeout, retries=self._options.retries
         )
+        self._until: float | None = None
+        """The bound of a scan's walk (:meth:`walk_until`); None: none."""
         self._sdk = self._new_sdk()
         self._prefetched: set[Urn] = set()
         """Roots whose upstream :meth:`prefetch` has read (their walk needs no discovery)."""
@@ -376,6 +378,15 @@ class McpCatalog(ClosedOnExit):
         self._sdk.close()
         self._gms.close()
 
+    def walk_until(self, deadline: float | None) -> None:
+        """Start no call past ``deadline`` and end every one by then (None: no bound).
+
+        :class:`~mlcopilot.protocols.TimedWalk`: tool calls and the SDK side's calls alike.
+        """
+        self._until = deadline
+        self._gms.until = deadline
+        self._sdk.walk_until(deadline)
+
     def incident_status(self, urns: Sequence[Urn]) -> dict[Urn, tuple[str, str | None, int]]:
         """How our incidents were triaged in DataHub (there is no MCP tool for incidents)."""
         return self._sdk.incident_status(urns)
@@ -395,7 +406,9 @@ class McpCatalog(ClosedOnExit):
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: add the tool to TOOLS_CALLED")
         try:
-            return self.session.call_all(calls, timeout=self._options.call_timeout)
+            return self.session.call_all(
+                calls, timeout=self._options.call_timeout, until=self._until
+            )
         except CatalogError as exc:
             refused = _refused(exc, self._settings.display_url, calls[0][0])
             if refused is None:
@@ -680,7 +693,7 @@ class McpCatalog(ClosedOnExit):
 
     def _new_sdk(self) -> DataHubCatalog:
         o = self._options
-        return DataHubCatalog.from_settings(
+        sdk = DataHubCatalog.from_settings(
             self._settings,
             batch_size=o.batch_size,
             max_workers=o.max_workers,
@@ -688,6 +701,8 @@ class McpCatalog(ClosedOnExit):
             retries=o.retries,
             find_lineage=self._find_lineage,
         )
+        sdk.walk_until(self._until)
+        return sdk
 
 
 def open_mcp_catalog(settings: DataHubSettings, **options: Any) -> McpCatalog:

@@ -8,8 +8,10 @@ be entered and left in the same task), so :meth:`close` asks that task to leave 
 closes the server's stdin, waits for it to exit and terminates it if it does not: no zombie
 processes.
 
-Every wait is bounded: the start-up (the server retries GMS's ``/config`` for about 30 s
-before it gives up and exits), each tool call, and the shutdown. Whatever goes wrong becomes
+Every wait is bounded, in all (not per read: a server that keeps sending progress or log
+messages does not extend it): the start-up (the server retries GMS's ``/config`` for about
+30 s before it gives up and exits), each tool call (and, given ``until``, a scan's bound on
+its walk), and the shutdown. Whatever goes wrong becomes
 one line — :class:`~mlcopilot.errors.CatalogUnavailable` when the server cannot be started,
 exits or does not answer in time, :class:`~mlcopilot.errors.CatalogError` when a tool reports
 an error — with the server's last log line when that says why, and never the token.
@@ -23,6 +25,7 @@ import logging
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
 from typing import Any, TextIO, TypeVar, cast
@@ -135,24 +138,34 @@ class McpSession:
                 self._failure = exc
                 raise
 
-    def call(self, tool: str, arguments: Mapping[str, Any], *, timeout: float | None = None) -> Any:
+    def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        until: float | None = None,
+    ) -> Any:
         """Call one tool; return its structured result (a dict, or a list for list tools).
 
         Raises:
             CatalogUnavailable: the server has exited or did not answer within the timeout.
             CatalogError: the tool reported an error (the message says which tool and why).
         """
-        return self.call_all([(tool, arguments)], timeout=timeout)[0]
+        return self.call_all([(tool, arguments)], timeout=timeout, until=until)[0]
 
     def call_all(
         self,
         calls: Sequence[tuple[str, Mapping[str, Any]]],
         *,
         timeout: float | None = None,
+        until: float | None = None,
     ) -> list[Any]:
         """Call several tools concurrently (at most ``concurrency`` at once); results in order.
 
-        The first failure is raised once every call has finished or timed out.
+        Each call ends within ``timeout`` seconds from its start (default: the session's), and
+        every call by ``until`` (a ``time.monotonic()``, a scan's bound) when given. The first
+        failure is raised once every call has finished or timed out.
         """
         if not calls:
             return []
@@ -168,7 +181,9 @@ class McpSession:
             async def one(index: int, tool: str, arguments: Mapping[str, Any]) -> None:
                 async with gate:
                     try:
-                        results[index] = await self._call(tool, dict(arguments), limit)
+                        results[index] = await self._call(
+                            tool, dict(arguments), self._budget(tool, limit, until)
+                        )
                     except Exception as exc:  # kept, so that every other call still finishes
                         failures[index] = exc
 
@@ -181,7 +196,21 @@ class McpSession:
             return results
 
         waves = -(-len(calls) // self._concurrency)
-        return self._run(run_all, limit * waves + SHUTDOWN_GRACE)
+        wait = limit * waves
+        if until is not None:
+            wait = max(0.0, min(wait, until - time.monotonic()))
+        return self._run(run_all, wait + SHUTDOWN_GRACE)
+
+    def _budget(self, tool: str, limit: float, until: float | None) -> float:
+        """Seconds one call may take: ``limit``, or what is left before ``until`` if less."""
+        if until is None:
+            return limit
+        left = until - time.monotonic()
+        if left <= 0:
+            raise CatalogUnavailable(
+                f"{self._label}: {tool} not called: past the scan's time bound on its walk"
+            )
+        return min(limit, left)
 
     def close(self) -> None:
         """Stop the server and the portal's thread; safe to call more than once."""

@@ -295,7 +295,10 @@ def print_notifications(rows: Sequence[PlannedRow], console: Console, *, dry_run
 
 
 def print_relay(report: RelayReport, console: Console, *, previewed: Collection[str] = ()) -> None:
-    """Say what the relay delivered, what it will retry (and when), and what is dead.
+    """Say what the relay delivered, retries (and when), leaves to another process, and lost.
+
+    What it will retry comes with when; rows another process still running on this host is
+    delivering are said as such; then what is dead.
 
     Dead rows that died of the same error are said once, with every row's id to retry: six
     rows refused for one bad token are one line, not six.
@@ -327,6 +330,11 @@ def print_relay(report: RelayReport, console: Console, *, previewed: Collection[
         console.print(
             f"[yellow]not delivered yet[/] (outbox row {item.id}, {item.sink} {item.action}): "
             f"{safe(redact(error))} — {later}"
+        )
+    for item, held in report.elsewhere:
+        console.print(
+            f"being delivered elsewhere (outbox row {item.id}, {item.sink} {item.action}): "
+            f"{safe(redact(held))}"
         )
     if report.stopped is not None:
         console.print(f"[yellow]stopped:[/] {safe(report.stopped)}")

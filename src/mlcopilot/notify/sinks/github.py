@@ -10,7 +10,8 @@ does), no automatic retry at all (the relay retries, after reconciling), no redi
 HTTP cache, one request at a time and ≥1 s between writes. Rate limits are read from
 ``Retry-After``, ``x-ratelimit-reset`` or the secondary-limit message and handed to the
 relay, which waits or reschedules; a reset that is already past (the two clocks disagree)
-means a minute, as GitHub asks for secondary limits, never "now".
+means a minute, as GitHub asks for secondary limits, never "now". No wait asked of the relay
+is longer than ``max_rate_limit_wait_s``, whatever GitHub said or left unsaid.
 
 Before any create, the sink lists the issues carrying our label and looks for the group's
 hidden marker (written only by us, and trusted only in issues our bot login opened), so a
@@ -321,7 +322,8 @@ class GitHubSink:
         """How long GitHub asks us to wait, never less than a second nor more than the cap.
 
         githubkit's own reading turns a reset already past into "retry now", which, with a
-        client clock ahead of GitHub's, retried a create forty times in eleven seconds.
+        client clock ahead of GitHub's, retried a create forty times in eleven seconds. The
+        minute a reset already past (or no header) stands for is capped too.
         """
         cap = self._settings.max_rate_limit_wait_s
         retry_after = headers.get("retry-after")
@@ -329,7 +331,7 @@ class GitHubSink:
             try:
                 return timedelta(seconds=min(cap, max(1.0, float(retry_after))))
             except ValueError:
-                return _SECONDARY_WAIT  # an HTTP date or garbage: GitHub sends seconds
+                return self._secondary_wait()  # an HTTP date or garbage: GitHub sends seconds
         reset = headers.get("x-ratelimit-reset")
         if headers.get("x-ratelimit-remaining") == "0" and reset is not None:
             try:
@@ -339,15 +341,21 @@ class GitHubSink:
             except ValueError:
                 left = 0.0
             if left <= 0:
+                wait = self._secondary_wait()
                 log.warning(
                     "GitHub: rate limited with x-ratelimit-reset already past by %.0f s (the "
-                    "clocks disagree); waiting %s s",
+                    "clocks disagree); waiting %g s",
                     -left,
-                    _SECONDARY_WAIT.total_seconds(),
+                    wait.total_seconds(),
                 )
-                return _SECONDARY_WAIT
+                return wait
             return timedelta(seconds=min(cap, max(1.0, left)))
-        return _SECONDARY_WAIT
+        return self._secondary_wait()
+
+    def _secondary_wait(self) -> timedelta:
+        """The minute GitHub asks for when it gives no time, within ``max_rate_limit_wait_s``."""
+        cap = timedelta(seconds=max(1.0, self._settings.max_rate_limit_wait_s))
+        return min(_SECONDARY_WAIT, cap)
 
     def _failed(self, what: str, exc: RequestFailed, *, sends: bool) -> NoReturn:
         response = exc.response
@@ -361,8 +369,8 @@ class GitHubSink:
         detail = f"GitHub {what}: HTTP {status}" + (f" ({clean(message, 200)})" if message else "")
         detail = redact(detail)
         if status in (403, 429) and (status == 429 or "rate limit" in message.lower()):
-            # A secondary limit without headers: wait at least a minute (GitHub's guidance).
-            raise DeliveryError(detail, retry_after=_SECONDARY_WAIT) from None
+            # A secondary limit without headers: a minute (GitHub's guidance), within the cap.
+            raise DeliveryError(detail, retry_after=self._secondary_wait()) from None
         if status >= 500:
             raise DeliveryError(detail, sent=sends) from None
         if status in (301, 302, 307, 308):

@@ -6,8 +6,10 @@ dataset would have after the change; every column it names must exist in the cur
 
 From a proposed schema (:func:`derive_changes`) the changes are derived by field path: a
 column only in the current schema is dropped, one only in the proposed schema is added, one
-in both whose logical or native type differs is retyped. A dropped and an added column are
-reported as one column renamed when they have the same logical and native type and either
+in both whose type differs is retyped: a type only spelled differently on the dataset's
+platform (``long`` and ``bigint`` on Hive, ``string`` and ``STRING``) is the same type
+(:func:`~mlcopilot.checks.column_types.same_type`, as schema drift judges it). A dropped and
+an added column are reported as one column renamed when they have the same type and either
 the same position or the same non-empty description (each column pairs at most once, in
 column order). That list is what the preview *says* changed; what the change breaks is
 decided by the scan's own checks on the proposed schema, whose schema-drift check applies its
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from mlcopilot.checks.column_types import same_type, type_family
 from mlcopilot.errors import UsageError
 from mlcopilot.model import Deprecation, Schema, SchemaField
 
@@ -223,17 +226,21 @@ def _example(flag: str) -> str:
     return "email=email_address" if flag == "--rename" else "age=string"
 
 
-def apply_to_schema(current: Schema | None, changes: ChangeSet, *, where: str) -> Schema | None:
+def apply_to_schema(
+    current: Schema | None, changes: ChangeSet, *, where: str, platform: str | None = None
+) -> Schema | None:
     """The dataset's schema once ``changes`` are made (``current`` when none touch it).
 
     Args:
         current: The dataset's schema now (None: the catalog has none).
         changes: The changes; a proposed schema replaces ``current`` whole.
         where: The dataset, for the error messages.
+        platform: The dataset's platform (``hive``), whose spellings of a type are one type.
 
     Raises:
         UsageError: A column change on a dataset without a schema, a column that is not in
-            the current schema, a rename onto an existing column, or a retype to the same type.
+            the current schema, a rename onto an existing column, or a retype to the same type
+            (another spelling of it included).
     """
     if changes.schema is not None:
         return changes.schema
@@ -267,24 +274,30 @@ def apply_to_schema(current: Schema | None, changes: ChangeSet, *, where: str) -
             result.append(replace(field, path=change.new_name))
         elif change.kind == "retyped":
             assert change.new_type is not None
-            result.append(_retyped(field, change.new_type))
+            result.append(_retyped(field, change.new_type, platform))
     # Positions are the order of the fields, as the catalog reads them.
     return Schema(tuple(replace(f, position=i) for i, f in enumerate(result)))
 
 
-def _retyped(field: SchemaField, new_type: str) -> SchemaField:
+def _retyped(field: SchemaField, new_type: str, platform: str | None) -> SchemaField:
     """``field`` with the type ``new_type``: a logical type name, else a native type."""
     logical = next((t for t in LOGICAL_TYPES if t.lower() == new_type.lower()), None)
     if logical is not None:
         changed = replace(field, type=logical, native_type="")
     else:
         changed = replace(field, type=logical_type_of(new_type) or field.type, native_type=new_type)
-    if (changed.type, changed.native_type) == (field.type, field.native_type) or (
-        logical is not None and logical == field.type
+    if (logical is not None and logical == field.type) or (
+        logical is None and same_type(field, changed, platform)
     ):
-        raise UsageError(
-            f"retype {field.path} to {new_type}: it already is {field.native_type or field.type}"
-        )
+        current = field.native_type or field.type
+        spelled = ""
+        if logical is None and new_type.strip() != current:
+            family = type_family(new_type, platform)
+            on = f" on {platform}" if platform else ""
+            spelled = f" ({new_type} is another spelling of it{on}" + (
+                f": {family})" if family else ")"
+            )
+        raise UsageError(f"retype {field.path} to {new_type}: it already is {current}{spelled}")
     return changed
 
 
@@ -299,8 +312,13 @@ def _columns_hint(schema: Schema, name: str) -> str:
     return f"; its columns: {shown}" if paths else "; its schema has no columns"
 
 
-def derive_changes(current: Schema | None, proposed: Schema, *, source: str) -> ChangeSet:
-    """The column changes from ``current`` to ``proposed`` (see the module's rule for renames)."""
+def derive_changes(
+    current: Schema | None, proposed: Schema, *, source: str, platform: str | None = None
+) -> ChangeSet:
+    """The column changes from ``current`` to ``proposed`` (see the module's rule for renames).
+
+    ``platform``: the dataset's (``hive``), whose spellings of one type are not a retype.
+    """
     before = {f.path: f for f in (current.fields if current is not None else ())}
     after = {f.path: f for f in proposed.fields}
     dropped = [f for f in before.values() if f.path not in after]
@@ -309,7 +327,7 @@ def derive_changes(current: Schema | None, proposed: Schema, *, source: str) -> 
     taken: set[str] = set()
     for old in dropped:
         for new in added:
-            if new.path not in taken and _looks_renamed(old, new):
+            if new.path not in taken and _looks_renamed(old, new, platform):
                 pairs[old.path] = new
                 taken.add(new.path)
                 break
@@ -319,7 +337,7 @@ def derive_changes(current: Schema | None, proposed: Schema, *, source: str) -> 
             changes.append(ColumnChange("renamed", old.path, new_name=pairs[old.path].path))
         elif old.path not in after:
             changes.append(ColumnChange("dropped", old.path))
-        elif _type_of(old) != _type_of(after[old.path]):
+        elif not same_type(old, after[old.path], platform):
             changes.append(ColumnChange("retyped", old.path, new_type=_shown(after[old.path])))
     for new in proposed.fields:
         if new.path not in before and new.path not in taken:
@@ -327,16 +345,11 @@ def derive_changes(current: Schema | None, proposed: Schema, *, source: str) -> 
     return ChangeSet(tuple(changes), schema=proposed, source=source)
 
 
-def _looks_renamed(old: SchemaField, new: SchemaField) -> bool:
-    same_type = _type_of(old) == _type_of(new)
+def _looks_renamed(old: SchemaField, new: SchemaField, platform: str | None) -> bool:
     same_description = bool(old.description.strip()) and (
         old.description.strip() == new.description.strip()
     )
-    return same_type and (old.position == new.position or same_description)
-
-
-def _type_of(field: SchemaField) -> tuple[str, str]:
-    return field.type, field.native_type
+    return same_type(old, new, platform) and (old.position == new.position or same_description)
 
 
 def _shown(field: SchemaField) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from mlcopilot.checks.column_types import platform_of
 from mlcopilot.errors import UsageError
 from mlcopilot.lineage.downstream import models_downstream
 from mlcopilot.model import (
@@ -168,7 +169,9 @@ def preview_change(
             "no change to preview: give --drop, --rename, --retype, --deprecate or --schema-file"
         )
     before = _dataset_node(catalog, dataset, limits)
-    schema = apply_to_schema(before.schema, changes, where=short_name(dataset))
+    schema = apply_to_schema(
+        before.schema, changes, where=short_name(dataset), platform=platform_of(dataset)
+    )
     after = replace(
         before,
         schema=schema,
