@@ -164,3 +164,26 @@ def test_an_edge_closing_a_cycle_is_drawn_and_marked() -> None:
     marked = [(e.attrs["data-from"], e.attrs["data-to"]) for e in edges if "data-cycle" in e.attrs]
     assert len(marked) == 1
     assert set(marked[0]) == {feature_source.upstream, feature_source.downstream}
+
+
+def test_past_its_size_budget_the_page_keeps_the_worst_models_and_lists_the_rest() -> None:
+    result = big_scan(60, models=40)
+    whole = render_html(result)
+    budget = len(whole.encode("utf-8")) // 4
+    page = render_html(result, budget=budget)
+    assert len(page.encode("utf-8")) <= budget
+    dom = parse(page)
+    sections = dom.find("section", "model")
+    listed = [li.attrs["data-urn"] for li in dom.find("ul", "summarised")[0].find("li")]
+    data = json.loads(dom.find("script")[0].text)
+    # The script reads one entry per section, in order; no model is lost, none shown twice.
+    assert len(data["models"]) == len(sections) >= 1
+    shown = [s.attrs["data-urn"] for s in sections]
+    assert sorted(shown + listed) == sorted(m.urn for m in result.models)
+    assert len(dom.find("ul", "model-index")[0].find("li")) == len(result.models)
+    assert f"({budget / 1_000_000:g} MB)" in page
+
+
+def test_within_its_budget_the_page_summarises_nothing() -> None:
+    page = render_html(big_scan(60, models=3))
+    assert 'class="summarised"' not in page

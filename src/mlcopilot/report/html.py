@@ -47,7 +47,7 @@ from markupsafe import Markup, escape
 from mlcopilot.model import CheckInfo, Incident
 from mlcopilot.protocols import Catalog, Check, StateStore
 from mlcopilot.report.html_graph import EDGE_KINDS, OPEN_NODES, RISKS, inert
-from mlcopilot.report.html_view import ReportLinks, page_view
+from mlcopilot.report.html_view import Page, ReportLinks, page_view
 from mlcopilot.report.summary import ScanOutcome
 from mlcopilot.scan import ScanOptions, ScanResult, scan
 
@@ -110,6 +110,15 @@ def script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+PAGE_BUDGET = 10_000_000
+"""Bytes a page may take (10 MB: small enough to attach to an issue, a mail or a CI run).
+
+Past it, the models with the worst findings keep their sections (graph, findings, timeline)
+as long as they fit; the others are listed with their tally, each a ``--model`` away from a
+page of its own. One model is always shown in full, whatever its size.
+"""
+
+
 def render_html(
     result: ScanResult,
     *,
@@ -118,8 +127,9 @@ def render_html(
     links: ReportLinks | None = None,
     checks: Sequence[CheckInfo] = (),
     title: str = "mlcopilot scan",
+    budget: int = PAGE_BUDGET,
 ) -> str:
-    """The report page of ``result``.
+    """The report page of ``result``, within ``budget`` bytes where models allow it.
 
     Args:
         result: The scan.
@@ -130,6 +140,8 @@ def render_html(
         checks: What the checks say of their findings (why it matters, what to do), shown
             with each finding of theirs; a check not given gets only its evidence shown.
         title: The page's heading.
+        budget: The page's size in bytes past which models are summarised (see
+            :data:`PAGE_BUDGET`).
     """
     page = page_view(
         result,
@@ -140,6 +152,13 @@ def render_html(
         checks=checks,
         title=title,
     )
+    html = _render(page)
+    if len(html.encode("utf-8")) <= budget or len(page.models) <= 1:
+        return html
+    return _render(page.within(_detailed_within(page, html, budget), _megabytes(budget)))
+
+
+def _render(page: Page) -> str:
     return (
         _environment()
         .get_template("page.html.j2")
@@ -150,6 +169,31 @@ def render_html(
             data=Markup(script_json(page.script_data)),
         )
     )
+
+
+def _detailed_within(page: Page, whole: str, budget: int) -> int:
+    """How many of the page's models (worst first) fit in ``budget`` with everything else."""
+    model = _environment().get_template("model.html.j2")
+    sizes = [
+        len(model.render(model=view).encode("utf-8"))
+        + len(script_json(view.script_data).encode("utf-8"))
+        for view in page.models
+    ]
+    # What is not a model's section or data (head, style, script, index), and per model in
+    # the index or the closing list a generous line each.
+    fixed = len(whole.encode("utf-8")) - sum(sizes)
+    room = budget - fixed - 600 * len(page.models)
+    detailed = 0
+    for size in sizes:
+        if size > room and detailed:
+            break
+        room -= size
+        detailed += 1
+    return detailed
+
+
+def _megabytes(budget: int) -> str:
+    return f"{budget / 1_000_000:g} MB"
 
 
 @cache

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import PurePath
 from typing import Any
@@ -68,6 +68,22 @@ class Page:
     models: tuple[ModelView, ...]
     script_data: dict[str, Any]
     """What the script reads (embedded as JSON): each finding's path, each level's view."""
+    summarised: tuple[ModelView, ...] = ()
+    """Models past the page's size budget: in the index and a closing list, without a section."""
+    budget: str = ""
+    """The page's size budget, in words, when models had to be summarised."""
+
+    def within(self, detailed: int, budget: str) -> Page:
+        """This page with its first ``detailed`` models in full and the rest summarised."""
+        data = dict(self.script_data)
+        data["models"] = self.script_data["models"][:detailed]
+        return replace(
+            self,
+            models=self.models[:detailed],
+            summarised=self.models[detailed:],
+            script_data=data,
+            budget=budget,
+        )
 
 
 @dataclass(frozen=True, slots=True)
