@@ -22,8 +22,6 @@ import argparse
 import gc
 import shutil
 import tempfile
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,38 +31,19 @@ from datahub.metadata import schema_classes as sc
 from benchmarks.catalogs import ensure
 from benchmarks.generate import Shape
 from benchmarks.results_md import replace_block
+from benchmarks.signals import best_of, walk
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks.profile_drift import ProfileDrift, ProfileDriftConfig
 from mlcopilot.model import EntityType, Lineage, ProfileBaseline
-from mlcopilot.protocols import WalkLimits
 
 N = 10_000
 PROFILES = 30
-LIMITS = WalkLimits(max_hops=50, max_nodes=250_000)
 NOW = datetime(2036, 1, 1, tzinfo=UTC)
 DAY = 86_400_000
 START = "<!-- generated: python -m benchmarks.profile_drift -->"
 END = "<!-- end generated: profile_drift -->"
 Z = (-1.645, -0.6745, 0.0, 0.6745, 1.645)
-
-
-def best_of(runs: int, step: Callable[[], Any]) -> tuple[float, Any]:
-    """The fastest of ``runs`` timings of ``step``, and its last result."""
-    best, result = float("inf"), None
-    for _ in range(runs):
-        gc.collect()
-        started = time.perf_counter()
-        result = step()
-        best = min(best, time.perf_counter() - started)
-    return best, result
-
-
-def walk(path: Path) -> Lineage:
-    """The model's lineage, read from a fresh catalog."""
-    with LiteCatalog(path) as catalog:
-        (model,) = catalog.models()
-        return catalog.lineage(model, LIMITS)
 
 
 def add_profiles(path: Path, lineage: Lineage, trained_ms: int) -> int:
