@@ -27,7 +27,7 @@ import tempfile
 import termios
 import traceback
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,8 +223,3 @@ def run_on_terminal(
     os.close(leader)
     text = _ANSI.sub("", b"".join(chunks).decode("utf-8", errors="replace"))
     return Ran(code, text.replace("\r", ""), "")
-
-
-def python_m(args: Sequence[str]) -> list[str]:
-    """The command line of ``python -m mlcopilot ARGS`` with this interpreter."""
-    return [sys.executable, "-m", "mlcopilot", *args]
