@@ -379,6 +379,34 @@ def observed(mcps: Iterable[MetadataChangeProposalWrapper], at: datetime) -> MCP
     ]
 
 
+def owned_by(urn: str, owners: Sequence[str]) -> MCPs:
+    """``ownership`` of ``urn``: each owner (a corpuser or corpGroup urn) a technical owner."""
+    ownership = sc.OwnershipClass(
+        owners=[sc.OwnerClass(owner, sc.OwnershipTypeClass.TECHNICAL_OWNER) for owner in owners]
+    )
+    return _mcps(urn, [ownership], None)
+
+
+def corp_group(
+    name: str, *, slack: str | None = None, email: str | None = None, display_name: str = ""
+) -> MCPs:
+    """A group as DataHub keeps it: ``corpGroupInfo`` and ``corpGroupEditableInfo``."""
+    info = sc.CorpGroupInfoClass(
+        displayName=display_name or name, admins=[], members=[], groups=[], email=email
+    )
+    editable = sc.CorpGroupEditableInfoClass(slack=slack, email=email)
+    return _mcps(f"urn:li:corpGroup:{name}", [info, editable], None)
+
+
+def corp_user(
+    name: str, *, display_name: str | None = None, slack: str | None = None
+) -> MCPs:
+    """A person as DataHub keeps them: ``corpUserInfo`` and ``corpUserEditableInfo``."""
+    info = sc.CorpUserInfoClass(active=True, displayName=display_name, fullName=display_name)
+    editable = sc.CorpUserEditableInfoClass(slack=slack, displayName=display_name)
+    return _mcps(f"urn:li:corpuser:{name}", [info, editable], None)
+
+
 def write_metadata_file(path: Path, mcps: Iterable[MetadataChangeProposalWrapper]) -> Path:
     """Write ``mcps`` as DataHub's file sink does: a JSON list of MCPs in the ``json`` form."""
     records = [m.to_obj(simplified_structure=True) for m in mcps]

@@ -159,6 +159,8 @@ class World:
             failpoint=fields.get("failpoint", base.failpoint),
             deliver=fields.get("deliver", True),
             report_url=fields.get("report_url", base.report_url),
+            routing=fields.get("routing", base.routing),
+            acknowledging=fields.get("acknowledging", base.acknowledging),
         )
 
     def scan(self, store: SqlStore | None = None, **overrides: Any) -> ScanResult:

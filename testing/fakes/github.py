@@ -188,6 +188,7 @@ class FakeGitHub(FakeServer):
             i
             for i in sorted(self.issues.values(), key=lambda i: -i["number"])
             if (state == "all" or i["state"] == state)
+            and i["repository"] == _repo(m)
             and all(w in {label["name"] for label in i["labels"]} for w in wanted)
         ]
         per_page = int(request.query.get("per_page", 30))
@@ -211,15 +212,26 @@ class FakeGitHub(FakeServer):
             return _invalid(
                 "Issue", "body", "custom", "body is too long (maximum is 65536 characters)"
             )
-        issue = self._new_issue(title, body, data.get("labels", []), self.login)
+        issue = self._new_issue(
+            title, body, data.get("labels", []), self.login, repository=_repo(m)
+        )
         return Response(201, issue, {"Location": issue["url"]})
 
-    def _get(self, request: Request, m: re.Match[str]) -> Response:
+    def _issue(self, m: re.Match[str]) -> dict[str, Any] | None:
+        """The issue numbered in the path, if it is in the path's repository (as GitHub's are)."""
         issue = self.issues.get(int(m["n"]))
+        return issue if issue is not None and issue["repository"] == _repo(m) else None
+
+    def in_repo(self, repository: str) -> list[dict[str, Any]]:
+        """The issues of ``owner/name``, by number."""
+        return [i for _, i in sorted(self.issues.items()) if i["repository"] == repository]
+
+    def _get(self, request: Request, m: re.Match[str]) -> Response:
+        issue = self._issue(m)
         return Response(200, issue) if issue else Response(404, {"message": "Not Found"})
 
     def _update(self, request: Request, m: re.Match[str]) -> Response:
-        issue = self.issues.get(int(m["n"]))
+        issue = self._issue(m)
         if issue is None:
             return Response(404, {"message": "Not Found"})
         data = request.json()
@@ -238,7 +250,7 @@ class FakeGitHub(FakeServer):
 
     def _comment(self, request: Request, m: re.Match[str]) -> Response:
         number = int(m["n"])
-        if number not in self.issues:
+        if self._issue(m) is None:
             return Response(404, {"message": "Not Found"})
         body = request.json().get("body") or ""
         if len(body) > 65536:
@@ -260,16 +272,25 @@ class FakeGitHub(FakeServer):
             self.issues[number]["comments"] += 1
         return Response(201, comment)
 
-    def _new_issue(self, title: str, body: str, labels: list[str], login: str) -> dict[str, Any]:
+    def _new_issue(
+        self,
+        title: str,
+        body: str,
+        labels: list[str],
+        login: str,
+        *,
+        repository: str = "acme/ml-alerts",
+    ) -> dict[str, Any]:
         with self._guard:
             number = len(self.issues) + 1
             self._ids += 1
             issue = {
                 "id": self._ids,
                 "node_id": f"I_{self._ids}",
-                "url": f"{self.url}/repos/o/r/issues/{number}",
-                "html_url": f"https://github.com/o/r/issues/{number}",
+                "url": f"{self.url}/repos/{repository}/issues/{number}",
+                "html_url": f"https://github.com/{repository}/issues/{number}",
                 "number": number,
+                "repository": repository,
                 "state": "open",
                 "state_reason": None,
                 "title": title,
@@ -308,3 +329,7 @@ def _invalid(resource: str, field: str, code: str, message: str | None = None) -
     return Response(
         422, {"message": "Validation Failed", "errors": [error], "documentation_url": _DOCS}
     )
+
+
+def _repo(m: re.Match[str]) -> str:
+    return f"{m['owner']}/{m['repo']}"

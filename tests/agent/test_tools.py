@@ -285,7 +285,7 @@ def test_explain_incident_says_what_changed_where_why_and_links_its_issue(
         assert links["datahub_incident"] == f"urn:li:incident:mlcopilot-{removed['incident_id']}-1"
         assert links["written_back"] is True  # the relay delivered the second scan's write-back
         # The fake GitHub opened one issue per group; this incident's is remembered.
-        assert links["github_issue"].startswith("https://github.com/o/r/issues/")
+        assert links["github_issue"].startswith("https://github.com/acme/")
         assert links["slack_thread"] is None  # no Slack configured
 
     connect().run(conversation)

@@ -87,7 +87,7 @@ def test_a_delivery_that_outlived_its_lease_is_reported_as_a_possible_duplicate(
         ((item, warning),) = first.possible_duplicates
         assert warning == (
             f"row {item.id} was delivered by this process after its lease expired; another "
-            "process may also have delivered it — check https://github.com/o/r/issues/1"
+            "process may also have delivered it — check https://github.com/acme/ml-alerts/issues/1"
         )
         assert warning in first.warnings
         (row,) = github_rows(w)

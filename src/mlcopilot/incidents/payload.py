@@ -14,7 +14,7 @@ the sinks and commands that import them from this module.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final, Protocol
 from urllib.parse import quote, urlsplit
@@ -30,12 +30,14 @@ from mlcopilot.model.notify import (
     GroupSnapshot,
     GroupState,
     Member,
+    Mention,
     Notification,
     NotifyPolicy,
     NotifyRequest,
     OutboxItem,
     OutboxStatus,
     PlannedRow,
+    Route,
     SinkName,
     SinkRef,
     WatchedGroup,
@@ -52,6 +54,7 @@ __all__ = [
     "GroupSnapshot",
     "GroupState",
     "Member",
+    "Mention",
     "Notification",
     "NotifyPolicy",
     "NotifyRequest",
@@ -59,6 +62,7 @@ __all__ = [
     "OutboxStatus",
     "PayloadError",
     "PlannedRow",
+    "Route",
     "Sink",
     "SinkName",
     "SinkRef",
@@ -69,8 +73,10 @@ __all__ = [
     "problems",
     "report_links",
     "report_url_problem",
+    "route_of",
     "with_infos",
     "with_report",
+    "with_route",
 ]
 
 
@@ -222,6 +228,48 @@ def with_report(payload: Mapping[str, Any], template: str | None) -> dict[str, A
         return dict(payload)
     models = [m["model"] for m in payload["group"]["members"]]
     return {**payload, "report": report_links(template, models)}
+
+
+def with_route(
+    payload: Mapping[str, Any], target: SinkName, routes: Mapping[str, Sequence[Route]]
+) -> dict[str, Any]:
+    """``payload`` carrying what ``target``'s routes of its open members ask for.
+
+    The GitHub labels a rule adds and the people a Slack message mentions, merged over the
+    group's open members routed to ``target``; stored as ``route`` only when there is any, so
+    a row without routing keeps its bytes.
+    """
+    labels: dict[str, None] = {}
+    mentions: dict[tuple[str, str | None], None] = {}
+    for member in payload["group"]["members"]:
+        if not member.get("open"):
+            continue
+        for route in routes.get(member["incident_id"], ()):
+            if route.target == target:
+                labels.update(dict.fromkeys(route.labels))
+                mentions.update(dict.fromkeys((m.name, m.member_id) for m in route.mentions))
+    if not labels and not mentions:
+        return dict(payload)
+    extras: dict[str, Any] = {}
+    if labels:
+        extras["labels"] = list(labels)
+    if mentions:
+        extras["mentions"] = [{"name": name, "id": member} for name, member in mentions]
+    return {**payload, "route": extras}
+
+
+def route_of(payload: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[Mention, ...]]:
+    """The labels and mentions a row's ``route`` carries (none for rows without one)."""
+    route = payload.get("route")
+    if not isinstance(route, Mapping):
+        return (), ()
+    labels = tuple(str(label) for label in route.get("labels") or ())
+    mentions = tuple(
+        Mention(str(m.get("name") or ""), m.get("id") or None)
+        for m in route.get("mentions") or ()
+        if isinstance(m, Mapping) and m.get("name")
+    )
+    return labels, mentions
 
 
 def _encode_infos(infos: Mapping[str, CheckInfo]) -> dict[str, Any]:

@@ -2,11 +2,14 @@
 
 PagerDuty's semantics with Alertmanager's timing, per group (one root cause)::
 
-    group opens (first open member)          -> "open" on every sink, after group_wait
+    group opens (first open member)          -> "open" on each of its targets, after group_wait
+    a routed member asks for a new target    -> "open" there (the group joins it), with the
+                                                next update
     members or their severity change         -> one "update" (threaded), at most every
                                                 group_interval; later changes fold into it
     open, unchanged, unacknowledged          -> a "reminder" at most every repeat_interval
-    acknowledged                             -> nothing more (but the resolve)
+    acknowledged                             -> "acknowledge" on the targets whose sink takes
+                                                it (PagerDuty...); nothing more but the resolve
     every member cleared                     -> "resolve" (issue closed, root message edited);
                                                 when the "open" was never sent, nothing at all
     a member recurs after the group resolved -> a new generation: a new issue and thread
@@ -34,7 +37,7 @@ from mlcopilot.incidents.payload import (
     SinkName,
     encode_notification,
 )
-from mlcopilot.model import Urn
+from mlcopilot.model import Urn, sink_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,7 @@ def decide(
     sinks: Sequence[SinkName],
     policy: NotifyPolicy,
     now: datetime,
+    acknowledging: frozenset[str] = frozenset(),
 ) -> Decision | None:
     """Decide what one group's notifications are after a scan.
 
@@ -108,9 +112,11 @@ def decide(
         entity: The group's upstream entity.
         next_generation: The generation a new group would get.
         acknowledged_by: Who acknowledged an open member, if anyone did.
-        sinks: The notification sinks configured now (a new group notifies these).
+        sinks: The targets the group's open members are routed to: a new group opens on
+            these; an open group joins those it lacks with its next update.
         policy: The timing.
         now: The scan time.
+        acknowledging: The sinks told of an acknowledgement (an "acknowledge" row).
 
     Returns:
         The decision, or None when nothing changes.
@@ -130,10 +136,11 @@ def decide(
         if stored.state is GroupState.ACKNOWLEDGED:
             return None
         group = replace(stored, state=GroupState.ACKNOWLEDGED, acknowledged_by=acknowledged_by)
-        return Decision(group=group, is_new=False)
+        return _acknowledge(group, members, now, acknowledging)
     added, cleared, changed = diff(stored.notified, current)
     if added or cleared or changed:
-        return _update(stored, members, pending, current, policy, now)
+        joining = [s for s in sinks if s not in stored.sinks]
+        return _update(stored, members, pending, current, policy, now, joining)
     repeat = policy.repeat_interval
     if repeat is not None and now - stored.notified_at >= repeat:
         return _remind(stored, members, pending, now)
@@ -237,6 +244,28 @@ def _resolve(
     return Decision(group=group, is_new=False, inserts=tuple(inserts), cancels=tuple(cancels))
 
 
+def _acknowledge(
+    group: StoredGroup, members: Sequence[Member], now: datetime, acknowledging: frozenset[str]
+) -> Decision:
+    """The group acknowledged: an "acknowledge" row on each target whose sink takes one."""
+    snapshot = _snapshot(group, members)
+    current = dict(group.notified)
+    inserts = tuple(
+        PlannedRow(
+            sink,
+            "acknowledge",
+            group.key,
+            group.generation,
+            0,
+            now,
+            _payload("acknowledge", 0, snapshot, current, current),
+        )
+        for sink in group.sinks
+        if sink_of(sink) in acknowledging
+    )
+    return Decision(group=group, is_new=False, inserts=inserts)
+
+
 def _update(
     stored: StoredGroup,
     members: Sequence[Member],
@@ -244,6 +273,7 @@ def _update(
     current: Mapping[str, str],
     policy: NotifyPolicy,
     now: datetime,
+    joining: Sequence[SinkName] = (),
 ) -> Decision:
     snapshot = _snapshot(stored, members)
     seq = stored.updates + 1
@@ -257,18 +287,27 @@ def _update(
             # Not sent yet: fold this change into it rather than queue a second message.
             last = waiting[-1]
             base = last.payload.get("base", {})
-            rewrites.append((last.id, _payload(last.action, last.seq, snapshot, base, current)))
+            payload = _payload(last.action, last.seq, snapshot, base, current)
+            if "route" in last.payload:  # the labels and mentions its target was opened with
+                payload["route"] = last.payload["route"]
+            rewrites.append((last.id, payload))
             continue
         payload = _payload("update", seq, snapshot, stored.notified, current)
         inserts.append(
             PlannedRow(sink, "update", stored.key, stored.generation, seq, not_before, payload)
         )
         inserted = True
+    # A target the group did not have (a routed member's team): it hears of the group now.
+    opening = _payload("open", 0, snapshot, {}, current)
+    inserts += [
+        PlannedRow(sink, "open", stored.key, stored.generation, 0, now, opening) for sink in joining
+    ]
     group = replace(
         stored,
         notified=dict(current),
         notified_at=not_before if inserted else stored.notified_at,
         updates=seq if inserted else stored.updates,
+        sinks=(*stored.sinks, *joining),
     )
     return Decision(group=group, is_new=False, inserts=tuple(inserts), rewrites=tuple(rewrites))
 

@@ -56,6 +56,7 @@ from mlcopilot.model.findings import (
     plain_json,
 )
 from mlcopilot.model.notify import (
+    NOTIFY_ACTIONS,
     NOTIFY_SINKS,
     Action,
     Claimed,
@@ -63,6 +64,7 @@ from mlcopilot.model.notify import (
     GroupSnapshot,
     GroupState,
     Member,
+    Mention,
     Notification,
     NotifyPolicy,
     NotifyRequest,
@@ -70,10 +72,22 @@ from mlcopilot.model.notify import (
     OutboxStatus,
     PlannedRow,
     RecordedScan,
+    Route,
     SinkName,
     SinkRef,
     WatchedGroup,
     dedupe_key,
+    destination_of,
+    sink_of,
+    target_of,
+)
+from mlcopilot.model.owners import (
+    CONTACT_ASPECTS,
+    Contact,
+    ContactKind,
+    contact_from_aspects,
+    contact_from_info,
+    contact_kind,
 )
 from mlcopilot.model.profiles import (
     FIELD_STATISTICS,
@@ -102,11 +116,13 @@ from mlcopilot.model.writes import (
 from mlcopilot.text.names import short_name as short_name
 
 __all__ = [
+    "CONTACT_ASPECTS",
     "FIELD_STATISTICS",
     "HIGH_P",
     "JSON",
     "LOW_P",
     "MIN_QUANTILES",
+    "NOTIFY_ACTIONS",
     "NOTIFY_SINKS",
     "NOT_IN_CATALOG",
     "TAG_PREFIX",
@@ -124,6 +140,8 @@ __all__ = [
     "Claimed",
     "ColumnEdge",
     "ColumnUsage",
+    "Contact",
+    "ContactKind",
     "CoverageGap",
     "DatasetProfile",
     "Delivered",
@@ -145,6 +163,7 @@ __all__ = [
     "IncidentWrite",
     "Lineage",
     "Member",
+    "Mention",
     "ModelReport",
     "Node",
     "Notification",
@@ -157,6 +176,7 @@ __all__ = [
     "ProfileReadiness",
     "PropertyWrite",
     "RecordedScan",
+    "Route",
     "Schema",
     "SchemaField",
     "Severity",
@@ -166,7 +186,11 @@ __all__ = [
     "Urn",
     "WatchedGroup",
     "Write",
+    "contact_from_aspects",
+    "contact_from_info",
+    "contact_kind",
     "dedupe_key",
+    "destination_of",
     "field_statistics",
     "finding_id",
     "has_distribution",
@@ -176,5 +200,7 @@ __all__ = [
     "profile_millis",
     "profile_to_json",
     "short_name",
+    "sink_of",
     "statistic",
+    "target_of",
 ]

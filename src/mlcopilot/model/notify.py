@@ -25,11 +25,33 @@ from typing import Any, Literal
 from mlcopilot.model.catalog import Urn
 from mlcopilot.model.findings import CheckInfo, Incident, IncidentState, Severity
 
-SinkName = Literal["datahub", "github", "slack"]
-NOTIFY_SINKS: tuple[SinkName, ...] = ("github", "slack")
-"""The sinks that notify people (DataHub receives the write-back, not notifications)."""
+SinkName = str
+"""A sink target: the sink's name (``slack``, ``pagerduty``, a plugin's), or its name and the
+destination routing chose, after a colon (``slack:C0PAYMENTS``, ``github:acme/payments-ml``).
+An outbox row, its dedupe key and a group's reference in a sink are per target, so a group's
+thread lives in the channel it started in."""
+NOTIFY_SINKS: tuple[SinkName, ...] = ("github", "slack", "pagerduty", "teams", "webhook")
+"""The built-in sinks that notify people (DataHub receives the write-back, not notifications)."""
 
-Action = Literal["writeback", "open", "update", "reminder", "resolve"]
+Action = Literal["writeback", "open", "update", "reminder", "acknowledge", "resolve"]
+"""What a row does: the write-back, or one transition of a group's notification."""
+NOTIFY_ACTIONS: tuple[Action, ...] = ("open", "update", "reminder", "acknowledge", "resolve")
+
+
+def sink_of(target: SinkName) -> str:
+    """The sink a target goes through: ``slack`` for ``slack:C0PAYMENTS``."""
+    return target.split(":", 1)[0]
+
+
+def destination_of(target: SinkName) -> str | None:
+    """The destination routing chose (``C0PAYMENTS``), or None for the sink's default."""
+    _, colon, rest = target.partition(":")
+    return rest if colon and rest else None
+
+
+def target_of(sink: str, destination: str | None = None) -> SinkName:
+    """The target of ``sink`` at ``destination`` (the sink's default when None)."""
+    return f"{sink}:{destination}" if destination else sink
 
 
 class OutboxStatus(StrEnum):
@@ -181,6 +203,26 @@ class Delivered:
 
 
 @dataclass(frozen=True, slots=True)
+class Mention:
+    """A person a message names: live (``<@U…>``) when Slack knows them by a member id."""
+
+    name: str
+    member_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one incident is told, and why (a rule, the owners in DataHub, the default)."""
+
+    target: SinkName
+    why: str
+    labels: tuple[str, ...] = ()
+    """GitHub labels a rule adds to the group's issue."""
+    mentions: tuple[Mention, ...] = ()
+    """The owning people a Slack message names."""
+
+
+@dataclass(frozen=True, slots=True)
 class NotifyPolicy:
     """When to notify, with Alertmanager's timing defaults.
 
@@ -213,6 +255,13 @@ class NotifyRequest:
     report_url: str | None = None
     """``report.url``, checked: where this scan's HTML report is published, so its rows link
     to it (see :func:`mlcopilot.incidents.payload.with_report`). None for changes made by hand."""
+    routes: Mapping[str, tuple[Route, ...]] = field(default_factory=dict)
+    """Incident id → where it is told (:mod:`mlcopilot.notify.routing`). A group opens on the
+    targets of its open members; an incident routed nowhere yet (none given) counts as
+    ``sinks``. A target a group did not have joins it (with an "open") when a routed member
+    asks for it."""
+    acknowledging: frozenset[str] = frozenset()
+    """The sinks that take an "acknowledge" row when a group is acknowledged (PagerDuty...)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from mlcopilot.errors import MlCopilotError
 from mlcopilot.incidents.payload import DeliveryError, SinkRef, WatchedGroup
 from mlcopilot.incidents.writeback import incident_urn
-from mlcopilot.model import Urn
+from mlcopilot.model import Urn, destination_of, sink_of
 from mlcopilot.notify.sinks.datahub import IncidentStatusReader, datahub_acknowledger
 from mlcopilot.protocols import StateStore
 from mlcopilot.redact import redact_exception
@@ -48,24 +48,38 @@ class IssueReader(Protocol):
         ...
 
 
+class IssueReaders(Protocol):
+    """The GitHub sink of each repository routing chose (None: the configured one)."""
+
+    def at(self, destination: str | None) -> Any:
+        """The sink for ``destination``; a GitHub sink is an :class:`IssueReader`."""
+        ...
+
+
 class GitHubAcks:
-    """An assignee, the ``acknowledged`` label or a not-planned close on the group's issue."""
+    """An assignee, the ``acknowledged`` label or a not-planned close on the group's issue.
+
+    A group routed to several repositories has an issue in each; any one acknowledged
+    acknowledges the group.
+    """
 
     label = "GitHub"
 
-    def __init__(self, reader: IssueReader) -> None:
-        self._reader = reader
+    def __init__(self, readers: IssueReaders) -> None:
+        self._readers = readers
 
     def acknowledgements(self, groups: Sequence[WatchedGroup]) -> dict[str, str]:
         """Every open incident of a group whose issue was acknowledged."""
         found: dict[str, str] = {}
         for group in groups:
-            ref = group.refs.get("github")
-            if ref is None:
-                continue
-            who = self._reader.acknowledged_by(ref)
-            if who is not None:
-                found.update({incident.id: who for incident in group.incidents})
+            for target, ref in sorted(group.refs.items()):
+                if sink_of(target) != "github":
+                    continue
+                reader: IssueReader = self._readers.at(destination_of(target))
+                who = reader.acknowledged_by(ref)
+                if who is not None:
+                    found.update({incident.id: who for incident in group.incidents})
+                    break
         return found
 
 

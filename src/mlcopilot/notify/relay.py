@@ -50,7 +50,7 @@ from mlcopilot.incidents.payload import (
     SinkName,
     SinkRef,
 )
-from mlcopilot.model import Claimed
+from mlcopilot.model import Claimed, sink_of
 from mlcopilot.protocols import OutboxStore
 from mlcopilot.redact import redact, redact_exception
 
@@ -272,7 +272,7 @@ class Relay:
 
     def _release_unready(self, active: list[SinkName]) -> None:
         """Give back claimed rows whose sink is paused (it failed or is rate limited)."""
-        self._release([c for c in self._claimed if c.item.sink not in active])
+        self._release([c for c in self._claimed if sink_of(c.item.sink) not in active])
 
     def _release(self, claimed: list[Claimed]) -> None:
         if claimed:
@@ -344,9 +344,9 @@ class Relay:
         self, claimed: Claimed, report: RelayReport, paused: dict[SinkName, datetime]
     ) -> None:
         item, ref = claimed.item, claimed.ref
-        sink = self._sinks[item.sink]
+        sink = self._sinks[sink_of(item.sink)]
         self._renewed = None  # only a completion right before the next row renews for it
-        self._failpoint(f"before_send:{item.sink}")
+        self._failpoint(f"before_send:{sink_of(item.sink)}")
         try:
             delivered = sink.deliver(item, ref)
         except DeliveryError as exc:
@@ -357,7 +357,7 @@ class Relay:
             error = DeliveryError(f"{item.sink}: {redact_exception(exc)}", sent=True)
             self._failed(item, error, report, paused)
             return
-        self._failpoint(f"after_send:{item.sink}")
+        self._failpoint(f"after_send:{sink_of(item.sink)}")
         if self._claimed:
             # The rows still queued are renewed in the same transaction (one statement less
             # a row than asking again before the next): _still_ours reads what it held.
@@ -371,7 +371,7 @@ class Relay:
             )
         else:
             kept = self._store.complete(item, delivered, owner=self._owner, now=self._clock.now())
-        self._failpoint(f"after_done:{item.sink}")
+        self._failpoint(f"after_done:{sink_of(item.sink)}")
         self._warn(item, delivered, report)
         if not kept:
             self._lost_lease(item, delivered.ref or ref, report)
@@ -412,7 +412,7 @@ class Relay:
         self._store.fail(
             item, owner=self._owner, error=error, now=now, retry_at=retry_at, uncertain=exc.sent
         )
-        paused[item.sink] = _FOREVER
+        paused[sink_of(item.sink)] = _FOREVER
         report.retrying.append((item, error))
         report.next_attempts[item.id] = retry_at
         log.warning(
@@ -452,11 +452,11 @@ class Relay:
         )
         bound = self._inline_bound(until - now, until, tries)
         if bound is None:
-            paused[item.sink] = until
+            paused[sink_of(item.sink)] = until
             self._deadline = max(self._deadline, until)
             log.warning("%s rate limited; next attempt at %s", item.sink, until.isoformat())
             return
-        paused[item.sink] = _FOREVER
+        paused[sink_of(item.sink)] = _FOREVER
         reason = f"{error}; next attempt at {_at(until)} ({bound})"
         report.retrying.append((item, reason))
         report.next_attempts[item.id] = until
@@ -492,7 +492,7 @@ def _stopped(took: str, dead: Sequence[tuple[OutboxItem, str]], sinks: Sequence[
     """
     head = f"the relay run reached its deadline ({took})"
     # A dead write-back row blocks nothing (each holds the whole desired state).
-    blocking = [item for item, _ in dead if item.sink != "datahub" and item.sink in sinks]
+    blocking = [item for item, _ in dead if item.sink != "datahub" and sink_of(item.sink) in sinks]
     if not blocking:
         return f"{head}; rows still due go out with the next run (`mlcopilot outbox deliver`)"
     ids = " ".join(str(item.id) for item in blocking)

@@ -26,7 +26,7 @@ from mlcopilot.clock import Clock, OffsetClock
 from mlcopilot.errors import StoreConflict
 from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.incidents.payload import NotifyPolicy, NotifyRequest, PlannedRow, Sink
-from mlcopilot.incidents.writeback import plan_writeback
+from mlcopilot.incidents.writeback import incident_types_of, plan_writeback
 from mlcopilot.model import (
     Baseline,
     EntityType,
@@ -40,10 +40,12 @@ from mlcopilot.model import (
 )
 from mlcopilot.notify.acks import AckReport, AckSource, read_back
 from mlcopilot.notify.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
+from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.datahub import DataHubSink, encode_writes
 from mlcopilot.protocols import Catalog, Check, StateStore, WalkLimits
 from mlcopilot.scan.bound import WalkBound
 from mlcopilot.scan.checking import Checked, Progress, walk_and_check
+from mlcopilot.scan.routes import routes
 from mlcopilot.scan.selection import check_clock, models_to_scan, nothing_to_scan
 from mlcopilot.text.wording import count
 
@@ -83,6 +85,11 @@ class Delivery:
     notified; no outbox row for the catalog is made, and the relay leaves DataHub alone."""
     report_url: str | None = None
     """``report.url`` (checked): the scan's notifications link to the report published there."""
+    routing: NotifySettings | None = None
+    """Route each incident (rules, owners in DataHub, defaults); None: every incident goes to
+    every sink's default."""
+    acknowledging: frozenset[str] = frozenset()
+    """The sinks told of an acknowledgement (their rows: "acknowledge")."""
 
 
 _CONFLICT_RETRIES = 3
@@ -242,7 +249,9 @@ def _scan(
         # From here to "after_commit": the one transaction that records the scan.
         delivery.failpoint("before_commit")
     for attempt in range(1, _CONFLICT_RETRIES + 1):
-        planned = _reconcile_and_plan(store, checks, checked, models, delivery, options.now)
+        planned = _reconcile_and_plan(
+            catalog, store, checks, checked, models, delivery, options.now
+        )
         if options.dry_run:
             rows = store.planned_notifications(planned.changes, planned.request, now=options.now)
             return ScanResult(
@@ -306,6 +315,7 @@ class _Planned:
 
 
 def _reconcile_and_plan(
+    catalog: Catalog,
     store: StateStore,
     checks: Sequence[Check],
     checked: Checked,
@@ -330,15 +340,26 @@ def _reconcile_and_plan(
     infos = infos_of(checks)
     after = _after(previous, changes)
     everything = _after(stored, changes)
-    plan = plan_writeback(after, models=models, everything=everything, infos=infos)
+    # What an incident may name there: a recent DataHub's shows the model's health too.
+    targets = incident_types_of(catalog) if delivery.write_back and after else None
+    plan = plan_writeback(
+        after, models=models, everything=everything, infos=infos, incident_types=targets
+    )
     if not delivery.write_back:
         plan = []
+    routed = (
+        routes(catalog, delivery.routing, (*changes.opened, *changes.updated), checked.reports)
+        if delivery.routing is not None and delivery.sinks
+        else {}
+    )
     request = NotifyRequest(
         policy=delivery.policy,
         sinks=tuple(s.name for s in delivery.sinks),
         writeback=encode_writes(plan),
         infos=infos,
         report_url=delivery.report_url,
+        routes=routed,
+        acknowledging=delivery.acknowledging,
     )
     return _Planned(changes, plan, request)
 

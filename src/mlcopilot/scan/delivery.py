@@ -1,9 +1,9 @@
 """Turn notification settings into the sinks, acknowledgement sources and relay a command uses.
 
-The one place that knows the concrete GitHub, Slack and DataHub sink classes; commands ask it
-for a :class:`~mlcopilot.scan.Delivery` (what a scan notifies) or a
-:class:`~mlcopilot.notify.relay.Relay` (what ``mlcopilot outbox`` delivers with). The GitHub
-and Slack sinks (githubkit, slack_sdk) are imported only when the settings configure them.
+The one place that builds sinks (through :mod:`mlcopilot.notify.sinks.registry`: the built-ins
+and the ``mlcopilot.sinks`` plugins); commands ask it for a :class:`~mlcopilot.scan.Delivery`
+(what a scan notifies) or a :class:`~mlcopilot.notify.relay.Relay` (what ``mlcopilot outbox``
+delivers with). Each sink's module is imported only when the settings turn it on.
 """
 
 from __future__ import annotations
@@ -21,27 +21,14 @@ from mlcopilot.notify.relay import Relay, env_failpoint
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.datahub import DataHubSink, IncidentStatusReader, encode_writes
 from mlcopilot.notify.sinks.datahub_lite import LiteIncidentStatus
+from mlcopilot.notify.sinks.registry import ByDestination, acknowledging, build_sinks
 from mlcopilot.protocols import Catalog, StateStore
 from mlcopilot.scan import Delivery
 
 
-def notification_sinks(settings: NotifySettings, clock: Clock) -> list[Sink]:
-    """The GitHub and Slack sinks the settings configure (none when none is)."""
-    sinks: list[Sink] = []
-    if settings.github is not None:
-        from mlcopilot.notify.sinks.github import GitHubSink
-
-        sinks.append(GitHubSink(settings.github, clock=clock, datahub_url=settings.datahub_url))
-    if settings.slack is not None:
-        from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
-
-        if settings.slack.mode == "bot":
-            sinks.append(SlackSink(settings.slack, clock=clock, datahub_url=settings.datahub_url))
-        else:
-            sinks.append(
-                SlackWebhookSink(settings.slack, clock=clock, datahub_url=settings.datahub_url)
-            )
-    return sinks
+def notification_sinks(settings: NotifySettings, clock: Clock) -> list[ByDestination]:
+    """The notification sinks the settings turn on (none when none is), built-ins and plugins."""
+    return build_sinks(settings, clock)
 
 
 def scan_delivery(
@@ -58,10 +45,7 @@ def scan_delivery(
         sources.append(DataHubAcks(catalog))
     elif isinstance(catalog, LiteCatalog):
         sources.append(DataHubAcks(LiteIncidentStatus(catalog.path)))
-    if settings.github is not None:  # else there is no GitHub sink (nor githubkit loaded)
-        from mlcopilot.notify.sinks.github import GitHubSink
-
-        sources += [GitHubAcks(s) for s in sinks if isinstance(s, GitHubSink)]
+    sources += [GitHubAcks(s) for s in sinks if s.name == "github"]
     return Delivery(
         sinks=sinks,
         policy=settings.policy,
@@ -71,6 +55,8 @@ def scan_delivery(
         deliver=deliver,
         write_back=settings.write_back,
         report_url=settings.report_url,
+        routing=settings,
+        acknowledging=acknowledging(settings),
     )
 
 
@@ -99,10 +85,13 @@ def hand_change_request(
     *,
     resolving: tuple[str, str] | None,
     at: datetime,
+    incident_types: frozenset[str] | None = None,
 ) -> NotifyRequest:
     """The notification request for a change made by hand to one model's incidents.
 
     With ``resolving`` (an incident id and the reason), the write-back shows it resolved.
+    ``incident_types``: what the catalog's incidents may name (see
+    :func:`~mlcopilot.incidents.writeback.incident_types_of`; None: any).
     """
     everything = store.incidents(include_resolved=True)
     if resolving is not None:
@@ -113,8 +102,14 @@ def hand_change_request(
         ]
     mine = [i for i in everything if i.model == model]
     infos = available_infos()
-    writes = plan_writeback(mine, models=[model], everything=everything, infos=infos)
+    writes = plan_writeback(
+        mine, models=[model], everything=everything, infos=infos, incident_types=incident_types
+    )
     writeback = encode_writes(writes) if settings.write_back else ()
     return NotifyRequest(
-        policy=settings.policy, sinks=settings.sinks, writeback=writeback, infos=infos
+        policy=settings.policy,
+        sinks=settings.sinks,
+        writeback=writeback,
+        infos=infos,
+        acknowledging=acknowledging(settings),
     )

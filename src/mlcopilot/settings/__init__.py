@@ -224,6 +224,78 @@ class SlackSection(_Section):
     reconcile: Flag = Field(True, description="read channel history to find lost posts")
 
 
+def _one_of(*allowed: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"{value!r}: expected one of {', '.join(allowed)}")
+        return value
+
+    return AfterValidator(check)
+
+
+SEVERITIES: Final = ("critical", "high", "medium", "low")
+"""Severity names, worst first, as configuration spells them."""
+OWNER_SCOPES: Final = ("model", "entity")
+
+
+def _lower(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+SeverityName = Annotated[str, BeforeValidator(_lower), _one_of(*SEVERITIES)]
+
+
+class PagerDutySection(_Section):
+    """``[pagerduty]``: PagerDuty's Events API v2; on when a routing key is set."""
+
+    routing_key: SecretStr | None = Field(
+        None, description="the integration's routing key (a secret: environment or _FILE only)"
+    )
+    url: str = Field("https://events.pagerduty.com", description="Events API base URL")
+    min_severity: SeverityName = Field(
+        "high", description="page for incidents at least this severe (critical, high, ...)"
+    )
+
+
+class TeamsSection(_Section):
+    """``[teams]``: Microsoft Teams through a Workflows webhook; on when its URL is set."""
+
+    webhook_url: SecretStr | None = Field(
+        None, description="the Workflows webhook URL (a secret: it carries a signature)"
+    )
+
+
+class WebhookSection(_Section):
+    """``[webhook]``: a signed JSON event per incident transition; on when ``url`` is set."""
+
+    url: str | None = Field(None, description="where each event is POSTed (https)")
+    secret: SecretStr | None = Field(
+        None, description="HMAC-SHA256 key of X-Mlcopilot-Signature (a secret)"
+    )
+
+
+class RouteRule(_Section):
+    """One ``[[notify.routes]]`` rule: which incidents it matches, and where they go.
+
+    Empty conditions match everything; a sink the rule does not name is left as the model's
+    owners or the defaults have it.
+    """
+
+    domains: list[str] = Field(default_factory=list, description="domain names or urns")
+    platforms: list[str] = Field(default_factory=list, description="model platforms")
+    models: list[str] = Field(default_factory=list, description="globs on the model's name")
+    checks: list[str] = Field(default_factory=list, description="check names")
+    min_severity: SeverityName | None = Field(
+        None, description="the least severity the rule matches"
+    )
+    slack_channel: str | None = Field(None, description="a channel id or #name")
+    github_repo: str | None = Field(None, description="owner/name")
+    github_labels: list[str] = Field(default_factory=list, description="labels on its issues")
+    pagerduty: bool | None = Field(None, description="page (subject to pagerduty.min_severity)")
+    teams: bool | None = Field(None, description="post to Teams")
+    webhook: bool | None = Field(None, description="send the signed webhook")
+
+
 _POLICY = NotifyPolicy()
 
 
@@ -254,6 +326,13 @@ class NotifySection(_Section):
         None, description="spacing between writes to local fakes (needs allow_local_sinks)"
     )
     failpoint: str = Field("", description="crash-test failpoints (tests only)")
+    owners: list[Annotated[str, _one_of(*OWNER_SCOPES)]] = Field(
+        default_factory=lambda: ["model"],
+        description='whose DataHub owners are told: "model", and "entity" (the affected one)',
+    )
+    routes: list[RouteRule] = Field(
+        default_factory=list, description="[[notify.routes]] rules, first match wins"
+    )
 
 
 class ReportSection(_Section):
@@ -289,15 +368,6 @@ class SarifSection(_Section):
 WATCH_SOURCES: Final = ("kafka", "datahub-cloud")
 """Event sources ``mlcopilot watch`` can follow: DataHub's Kafka topics, or DataHub Cloud's
 events API (a single consumer; no scale-out)."""
-
-
-def _one_of(*allowed: str) -> AfterValidator:
-    def check(value: str) -> str:
-        if value not in allowed:
-            raise ValueError(f"{value!r}: expected one of {', '.join(allowed)}")
-        return value
-
-    return AfterValidator(check)
 
 
 def _actors(value: object) -> object:
@@ -374,6 +444,12 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "slack.webhook_url": "SLACK_WEBHOOK_URL",
     "slack.api_url": "MLCOPILOT_SLACK_API_URL",
     "slack.reconcile": "MLCOPILOT_SLACK_NO_RECONCILE",  # inverted: set means false
+    "pagerduty.routing_key": "MLCOPILOT_PAGERDUTY_ROUTING_KEY",
+    "pagerduty.url": "MLCOPILOT_PAGERDUTY_URL",
+    "pagerduty.min_severity": "MLCOPILOT_PAGERDUTY_MIN_SEVERITY",
+    "teams.webhook_url": "MLCOPILOT_TEAMS_WEBHOOK_URL",
+    "webhook.url": "MLCOPILOT_WEBHOOK_URL",
+    "webhook.secret": "MLCOPILOT_WEBHOOK_SECRET",
     "notify.group_wait": "MLCOPILOT_GROUP_WAIT",
     "notify.group_interval": "MLCOPILOT_GROUP_INTERVAL",
     "notify.repeat_interval": "MLCOPILOT_REPEAT_INTERVAL",
@@ -405,6 +481,9 @@ SECRETS: Final[dict[str, str]] = {
     "github.token": "GITHUB_TOKEN",
     "slack.bot_token": "SLACK_BOT_TOKEN",
     "slack.webhook_url": "SLACK_WEBHOOK_URL",
+    "pagerduty.routing_key": "MLCOPILOT_PAGERDUTY_ROUTING_KEY",
+    "teams.webhook_url": "MLCOPILOT_TEAMS_WEBHOOK_URL",
+    "webhook.secret": "MLCOPILOT_WEBHOOK_SECRET",
 }
 """Secret key → its variable; each also has a ``*_FILE`` variant, and none may be in a file."""
 
@@ -432,12 +511,18 @@ class Settings(BaseSettings):
     datahub: DataHubSection = Field(default_factory=DataHubSection)
     github: GitHubSection = Field(default_factory=GitHubSection)
     slack: SlackSection = Field(default_factory=SlackSection)
+    pagerduty: PagerDutySection = Field(default_factory=PagerDutySection)
+    teams: TeamsSection = Field(default_factory=TeamsSection)
+    webhook: WebhookSection = Field(default_factory=WebhookSection)
     notify: NotifySection = Field(default_factory=NotifySection)
     report: ReportSection = Field(default_factory=ReportSection)
     sarif: SarifSection = Field(default_factory=SarifSection)
     watch: WatchSection = Field(default_factory=WatchSection)
     checks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="each check's own section, parsed by the check"
+    )
+    sinks: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="each sink plugin's own section, parsed by the plugin"
     )
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -519,13 +604,14 @@ class Settings(BaseSettings):
 
     def effective(self) -> Iterator[tuple[str, object, str]]:
         """Every key with its value (secrets redacted) and its source, in file order."""
-        for key, value in settings_file.flatten(self.model_dump(exclude={"checks"})):
+        for key, value in settings_file.flatten(self.model_dump(exclude={"checks", "sinks"})):
             dotted = ".".join(key)
             yield dotted, _shown(dotted, value, self), self.source_of(dotted)
-        for name, section in sorted(self.checks.items()):
-            for key, value in settings_file.flatten(section, ("checks", name)):
-                dotted = ".".join(key)
-                yield dotted, value, self.where_is(dotted)
+        for table, sections in (("checks", self.checks), ("sinks", self.sinks)):
+            for name, section in sorted(sections.items()):
+                for key, value in settings_file.flatten(section, (table, name)):
+                    dotted = ".".join(key)
+                    yield dotted, value, self.where_is(dotted)
 
 
 class _Layers(BaseModel):
@@ -586,7 +672,7 @@ def load_settings(
     file_sources = {
         ".".join(k): f"{path}:{settings_file.line_of(text, k) or '?'}"
         for k, _ in settings_file.flatten(file)
-        if k[0] != "checks"
+        if k[0] not in ("checks", "sinks")
     }
     token = _LAYERS.set(_Layers(env=env, file=file))
     try:

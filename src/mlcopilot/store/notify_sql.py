@@ -19,7 +19,7 @@ from sqlalchemy import Connection, and_, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.incidents.grouping import group_of, inhibitors
-from mlcopilot.incidents.payload import with_infos, with_report
+from mlcopilot.incidents.payload import with_infos, with_report, with_route
 from mlcopilot.incidents.policy import Decision, PendingRow, StoredGroup, decide
 from mlcopilot.model import (
     GroupState,
@@ -129,28 +129,59 @@ def plan(
                 entity=entity,
                 next_generation=generation,
                 acknowledged_by=acknowledged_by,
-                sinks=request.sinks,
+                sinks=_targets(members, request, stored),
                 policy=request.policy,
                 now=now,
+                acknowledging=request.acknowledging,
             )
             if decision is not None:
                 result.decisions.append(_carrying(decision, request))
     return result
 
 
-def _carrying(decision: Decision, request: NotifyRequest) -> Decision:
-    """``decision`` with its rows' payloads carrying infos and report links.
+def _targets(
+    members: Sequence[Member], request: NotifyRequest, stored: StoredGroup | None
+) -> tuple[SinkName, ...]:
+    """The targets the group's open members are routed to.
 
-    The infos of their checks (see ``with_infos``), and the links to the scan's published
-    report when ``report.url`` is set (see ``with_report``).
+    Members routed nowhere yet (no route given: a change made by hand, a scan without routing)
+    count as the configured sinks for a new group and as nothing new for an open one.
+    """
+    found: list[SinkName] = []
+    unrouted = False
+    for member in members:
+        if not member.open:
+            continue
+        routes = request.routes.get(member.incident_id)
+        if routes is None:
+            unrouted = True
+            continue
+        found += (r.target for r in routes)
+    if unrouted and stored is None:
+        found += request.sinks
+    return tuple(dict.fromkeys(found))
+
+
+def _carrying(decision: Decision, request: NotifyRequest) -> Decision:
+    """``decision`` with its rows' payloads carrying infos, report links and routing extras.
+
+    The infos of their checks (see ``with_infos``), the links to the scan's published report
+    when ``report.url`` is set (see ``with_report``), and on an "open" the labels and mentions
+    its target's routes ask for (see ``with_route``).
     """
 
     def carry(payload: Mapping[str, Any]) -> dict[str, Any]:
         return with_report(with_infos(payload, request.infos), request.report_url)
 
+    def carry_row(row: PlannedRow) -> PlannedRow:
+        payload = carry(row.payload)
+        if row.action == "open" and request.routes:
+            payload = with_route(payload, row.sink, request.routes)
+        return replace(row, payload=payload)
+
     return replace(
         decision,
-        inserts=tuple(replace(r, payload=carry(r.payload)) for r in decision.inserts),
+        inserts=tuple(carry_row(r) for r in decision.inserts),
         rewrites=tuple((row_id, carry(p)) for row_id, p in decision.rewrites),
     )
 

@@ -16,7 +16,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import Connection, RowMapping, and_, func, or_, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    and_,
+    func,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.errors import StoreError
@@ -29,6 +39,14 @@ from mlcopilot.store.chunks import chunks
 _BLOCKING = (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value, OutboxStatus.DEAD.value)
 CLAIM_WINDOW = 50
 """Due rows a claim considers at once, oldest first (see :func:`claim`)."""
+
+
+def of_sinks(column: ColumnElement[str], sinks: Sequence[str]) -> ColumnElement[bool]:
+    """Rows whose target goes through one of ``sinks``: the sink itself or ``sink:…``."""
+    return or_(
+        column.in_(list(sinks)),
+        *(column.startswith(f"{sink}:", autoescape=True) for sink in sinks),
+    )
 
 
 def claim(
@@ -68,7 +86,7 @@ def claim(
         .exists()
     )
     due = (
-        o.c.sink.in_(list(sinks)),
+        of_sinks(o.c.sink, sinks),
         o.c.not_before <= now,
         o.c.next_attempt_at <= now,
         or_(
@@ -208,7 +226,8 @@ def complete(
             {
                 "group_key": item.group_key,
                 "group_generation": item.group_generation,
-                "sink": ref.sink,
+                # The row's target (``slack:C0PAYMENTS``): where this group lives is per target.
+                "sink": item.sink,
                 "ref": ref.key,
                 "url": ref.url,
                 "data": dict(ref.data or {}),
@@ -269,10 +288,10 @@ def next_due(conn: Connection, *, sinks: Sequence[SinkName]) -> datetime | None:
     """When the earliest waiting row of ``sinks`` becomes due."""
     o = t.outbox
     pending = select(func.min(o.c.not_before), func.min(o.c.next_attempt_at)).where(
-        o.c.sink.in_(list(sinks)), o.c.status == OutboxStatus.PENDING.value
+        of_sinks(o.c.sink, sinks), o.c.status == OutboxStatus.PENDING.value
     )
     leased = select(func.min(o.c.lease_expires_at)).where(
-        o.c.sink.in_(list(sinks)), o.c.status == OutboxStatus.SENDING.value
+        of_sinks(o.c.sink, sinks), o.c.status == OutboxStatus.SENDING.value
     )
     not_before, next_attempt = conn.execute(pending).one()
     lease = conn.execute(leased).scalar()
@@ -292,7 +311,7 @@ def held(conn: Connection, *, sinks: Sequence[SinkName], now: datetime) -> list[
     query = (
         select(o)
         .where(
-            o.c.sink.in_(list(sinks)),
+            of_sinks(o.c.sink, sinks),
             o.c.status == OutboxStatus.SENDING.value,
             o.c.lease_expires_at > now,
         )

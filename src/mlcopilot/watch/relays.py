@@ -28,7 +28,6 @@ import multiprocessing.connection
 import os
 import signal
 import threading
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -174,7 +173,7 @@ def _pass(settings: Settings, lane: SinkName, notify: NotifySettings, store: Sta
     catalog = open_catalog(settings.catalog_spec, settings)
     try:
         # The write-back alone: GitHub and Slack have lanes of their own.
-        only_writeback = replace(notify, github=None, slack=None)
+        only_writeback = notify.writeback_only()
         relaying, _ = relay(only_writeback, catalog, store, clock)
         return relaying.run().ok
     finally:

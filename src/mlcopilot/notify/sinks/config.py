@@ -11,22 +11,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mlcopilot.errors import ConfigError
 from mlcopilot.incidents.payload import NotifyPolicy, SinkName, report_url_problem
+from mlcopilot.model import Severity
+from mlcopilot.notify.sinks.plugins import check_plugins
 from mlcopilot.notify.sinks.urls import (
     GITHUB_API,
+    PAGERDUTY_EU_EVENTS,
+    PAGERDUTY_EVENTS,
     SLACK_API,
     SLACK_GOV_API,
     SLACK_GOV_WEBHOOK,
     SLACK_WEBHOOK,
+    TEAMS_LOGIC_APPS,
+    TEAMS_POWER_PLATFORM,
     allowlist,
     check_url,
+    operator_url,
 )
-from mlcopilot.settings import HostRule, Settings, load_settings
+from mlcopilot.settings import ENVIRONMENT, HostRule, RouteRule, Settings, load_settings
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _CHANNEL = re.compile(r"^[#@]?[A-Za-z0-9_.-]{1,80}$")
@@ -90,12 +98,62 @@ class SlackSettings(_Secretive):
         return "bot" if self.bot_token is not None else "webhook"
 
 
+class PagerDutySettings(_Secretive):
+    """PagerDuty's Events API v2: one alert per incident (``dedup_key`` = the incident id)."""
+
+    routing_key: SecretStr
+    url: str = "https://events.pagerduty.com"
+    """The base URL; ``/v2/enqueue`` is appended."""
+    min_severity: Severity = Severity.HIGH
+    """Incidents less severe than this are not paged."""
+    timeout_s: float = 10.0
+    max_rate_limit_wait_s: float = 30.0
+    allowed_hosts: tuple[str, ...] = ()
+    allow_local: bool = False
+
+    @property
+    def enqueue_url(self) -> str:
+        """Where events are POSTed."""
+        return f"{self.url.rstrip('/')}/v2/enqueue"
+
+
+class TeamsSettings(_Secretive):
+    """A Microsoft Teams Workflows webhook: an Adaptive Card per notification."""
+
+    webhook_url: SecretStr
+    timeout_s: float = 10.0
+    max_rate_limit_wait_s: float = 30.0
+    allowed_hosts: tuple[str, ...] = ()
+    allow_local: bool = False
+
+
+class WebhookSettings(_Secretive):
+    """A signed JSON event per notification to the operator's receiver."""
+
+    url: str
+    secret: SecretStr
+    timeout_s: float = 10.0
+    max_rate_limit_wait_s: float = 30.0
+    allowed_hosts: tuple[str, ...] = ()
+    allow_local: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class NotifySettings:
     """Everything the notification sinks and the policy need."""
 
     github: GitHubSettings | None = None
     slack: SlackSettings | None = None
+    pagerduty: PagerDutySettings | None = None
+    teams: TeamsSettings | None = None
+    webhook: WebhookSettings | None = None
+    plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The sink plugins switched on: name → its ``[sinks.NAME]`` section (unparsed)."""
+    routes: tuple[RouteRule, ...] = ()
+    """``[[notify.routes]]``, checked: the first rule an incident matches chooses its targets."""
+    owners: tuple[str, ...] = ("model",)
+    """``notify.owners``: whose owners in DataHub are told (the model's; ``entity``: also the
+    affected entity's)."""
     datahub_url: str | None = None
     policy: NotifyPolicy = field(default_factory=NotifyPolicy)
     allow_local: bool = False
@@ -114,7 +172,19 @@ class NotifySettings:
             found.append("github")
         if self.slack is not None:
             found.append("slack")
-        return tuple(found)
+        if self.pagerduty is not None:
+            found.append("pagerduty")
+        if self.teams is not None:
+            found.append("teams")
+        if self.webhook is not None:
+            found.append("webhook")
+        return (*found, *sorted(self.plugins))
+
+    def writeback_only(self) -> NotifySettings:
+        """These settings with every notification sink off (the write-back's own relay)."""
+        return replace(
+            self, github=None, slack=None, pagerduty=None, teams=None, webhook=None, plugins={}
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> NotifySettings:
@@ -140,6 +210,12 @@ class NotifySettings:
         return cls(
             github=_github(settings),
             slack=_slack(settings),
+            pagerduty=_pagerduty(settings),
+            teams=_teams(settings),
+            webhook=_webhook(settings),
+            plugins=check_plugins(settings.sinks, what="sinks") if settings.sinks else {},
+            routes=_routes(settings),
+            owners=tuple(dict.fromkeys(settings.notify.owners)),
             datahub_url=datahub_url,
             policy=policy,
             allow_local=notify.allow_local_sinks,
@@ -237,6 +313,107 @@ def _slack(settings: Settings) -> SlackSettings | None:
         allowed_hosts=hosts,
         allow_local=allow_local,
     )
+
+
+def _pagerduty(settings: Settings) -> PagerDutySettings | None:
+    section = settings.pagerduty
+    if section.routing_key is None:
+        return None
+    url = check_url(
+        section.url,
+        what=settings.name_of("pagerduty.url"),
+        allowed=[PAGERDUTY_EVENTS, PAGERDUTY_EU_EVENTS],
+        rules=_rules(settings),
+        allow_local=settings.notify.allow_local_sinks,
+    )
+    return PagerDutySettings(
+        routing_key=section.routing_key,
+        url=url,
+        min_severity=Severity(section.min_severity),
+        allowed_hosts=tuple(settings.notify.allowed_hosts),
+        allow_local=settings.notify.allow_local_sinks,
+    )
+
+
+def _teams(settings: Settings) -> TeamsSettings | None:
+    url = settings.teams.webhook_url
+    if url is None:
+        return None
+    check_url(
+        url.get_secret_value(),
+        what=settings.name_of("teams.webhook_url"),
+        allowed=[TEAMS_LOGIC_APPS, TEAMS_POWER_PLATFORM],
+        rules=_rules(settings),
+        allow_local=settings.notify.allow_local_sinks,
+    )
+    return TeamsSettings(
+        webhook_url=url,
+        allowed_hosts=tuple(settings.notify.allowed_hosts),
+        allow_local=settings.notify.allow_local_sinks,
+    )
+
+
+def _webhook(settings: Settings) -> WebhookSettings | None:
+    section = settings.webhook
+    if section.url is None:
+        if section.secret is not None:
+            raise ConfigError(
+                f"{settings.name_of('webhook.secret')} is set but no URL: set "
+                f"{settings.name_of('webhook.url')}"
+            )
+        return None
+    if section.secret is None:
+        raise ConfigError(
+            f"{settings.name_of('webhook.url')} is set but no secret to sign with: set "
+            "MLCOPILOT_WEBHOOK_SECRET or MLCOPILOT_WEBHOOK_SECRET_FILE"
+        )
+    url = operator_url(
+        section.url,
+        what=settings.name_of("webhook.url"),
+        rules=_rules(settings),
+        allow_local=settings.notify.allow_local_sinks,
+    )
+    return WebhookSettings(
+        url=url,
+        secret=section.secret,
+        allowed_hosts=tuple(settings.notify.allowed_hosts),
+        allow_local=settings.notify.allow_local_sinks,
+    )
+
+
+def _routes(settings: Settings) -> tuple[RouteRule, ...]:
+    """The rules, each naming only sinks that are configured and destinations that can be."""
+    rules = settings.notify.routes
+    for n, rule in enumerate(rules):
+        what = f"{settings.where_is('notify.routes')}: notify.routes[{n}]"
+        if rule.slack_channel is not None:
+            if settings.slack.bot_token is None:
+                raise ConfigError(
+                    f"{what}.slack_channel needs the Slack bot (SLACK_BOT_TOKEN): an incoming "
+                    "webhook posts to its own channel only"
+                )
+            if not _CHANNEL.fullmatch(rule.slack_channel):
+                raise ConfigError(f"{what}.slack_channel must be a channel id or #name")
+        if rule.github_repo is not None:
+            if settings.github.repo is None:
+                raise ConfigError(
+                    f"{what}.github_repo needs GitHub configured: set MLCOPILOT_GITHUB_REPO (the "
+                    "repository of incidents no rule routes) and GITHUB_TOKEN"
+                )
+            if not _REPO.fullmatch(rule.github_repo):
+                raise ConfigError(f"{what}.github_repo must be owner/name")
+        if rule.github_labels and settings.github.repo is None and rule.github_repo is None:
+            raise ConfigError(f"{what}.github_labels: GitHub is not configured")
+        for sink, key in (
+            ("pagerduty", "pagerduty.routing_key"),
+            ("teams", "teams.webhook_url"),
+            ("webhook", "webhook.url"),
+        ):
+            if getattr(rule, sink) and getattr(getattr(settings, sink), key.split(".")[1]) is None:
+                raise ConfigError(
+                    f"{what}.{sink} = true, but {sink} is not configured (set {ENVIRONMENT[key]})"
+                )
+    return tuple(rules)
 
 
 def _rules(settings: Settings) -> tuple[HostRule, ...]:

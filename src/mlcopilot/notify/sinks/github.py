@@ -41,6 +41,7 @@ from mlcopilot.incidents.payload import (
     SinkName,
     SinkRef,
     decode_notification,
+    route_of,
 )
 from mlcopilot.notify.content import marker
 from mlcopilot.notify.sinks.config import GitHubSettings
@@ -125,8 +126,11 @@ class GitHubSink:
         if found is not None:
             number, url = found
             warning = f"GitHub: reused issue #{number}, created by an earlier attempt"
-            return Delivered(ref=SinkRef("github", str(number), url), warning=warning)
-        labels = [self._settings.label, f"risk:{group.check.replace('_', '-')}"]
+            return Delivered(ref=SinkRef(item.sink, str(number), url), warning=warning)
+        routed, _ = route_of(item.payload)
+        labels = list(
+            dict.fromkeys([self._settings.label, f"risk:{group.check.replace('_', '-')}", *routed])
+        )
         for label in labels:
             self._ensure_label(label)
         self._pacer.wait()
@@ -142,7 +146,7 @@ class GitHubSink:
             ),
             sends=True,
         )
-        return Delivered(ref=SinkRef("github", str(data["number"]), data.get("html_url")))
+        return Delivered(ref=SinkRef(item.sink, str(data["number"]), data.get("html_url")))
 
     def _comment(self, number: int, notification: Notification, item: OutboxItem) -> None:
         mark = marker(notification.group, notification.action, notification.seq)

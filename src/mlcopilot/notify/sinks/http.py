@@ -33,6 +33,7 @@ reads those variables itself only when it builds its own transport, hence
 from __future__ import annotations
 
 import ipaddress
+import random
 import selectors
 import socket
 import ssl
@@ -41,12 +42,13 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpcore
 import httpx
 
+from mlcopilot.clock import Clock
 from mlcopilot.incidents.payload import DeliveryError
 from mlcopilot.notify.sinks.urls import AddressPolicy
 from mlcopilot.redact import redact
@@ -54,6 +56,32 @@ from mlcopilot.redact import redact
 _DEADLINE: ContextVar[float | None] = ContextVar("mlcopilot_http_deadline", default=None)
 """The monotonic time by which the request in progress on this thread must be over."""
 Resolver = Callable[..., list[tuple[Any, ...]]]
+MAX_RETRIES = 2
+"""How many times one call waits out a 429 before the wait goes back to the relay."""
+
+
+class PostingSettings(Protocol):
+    """What a :class:`Poster` needs of a sink's settings."""
+
+    @property
+    def timeout_s(self) -> float:
+        """The whole of one call (connect, send, the complete answer), not each read."""
+        ...
+
+    @property
+    def max_rate_limit_wait_s(self) -> float:
+        """The longest ``Retry-After`` waited out inside one call."""
+        ...
+
+    @property
+    def allowed_hosts(self) -> tuple[str, ...]:
+        """``notify.allowed_hosts``."""
+        ...
+
+    @property
+    def allow_local(self) -> bool:
+        """Tests against local fakes only."""
+        ...
 
 
 class RefusedAddress(httpx.ConnectError):
@@ -361,3 +389,62 @@ def _environment_proxy(base_url: str) -> str | None:
         return None
     proxies = urllib.request.getproxies()
     return proxies.get(parts.scheme) or proxies.get("all")
+
+
+class Poster:
+    """POSTs to one endpoint; a 429 waited out on our clock while the waits stay short.
+
+    A ``Retry-After`` (plus up to a second of jitter) is slept at most :data:`MAX_RETRIES`
+    times per call, and only while the waits of that call stay within
+    ``max_rate_limit_wait_s``; a longer one is answered as the 429 it is (the sink raises
+    ``DeliveryError(retry_after=…)`` and the relay reschedules the row), so no wait here
+    outlives the relay's lease on the row.
+    """
+
+    def __init__(
+        self,
+        settings: PostingSettings,
+        url: str,
+        *,
+        clock: Clock,
+        transport: httpx.BaseTransport | None,
+    ) -> None:
+        self._clock = clock
+        self._settings = settings
+        self._transport = transport or DeadlineTransport(
+            settings.timeout_s,
+            base_url=url,
+            policy=AddressPolicy.of(settings.allowed_hosts, allow_loopback=settings.allow_local),
+        )
+
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        """The answer to a POST of ``body``; raises httpx's errors when there is none."""
+        headers = {"User-Agent": "mlcopilot", **headers}
+        limit = self._settings.max_rate_limit_wait_s
+        retries, waited = 0, 0.0
+        # A client per call, as githubkit makes them: no connection outlives the call.
+        with httpx.Client(
+            transport=self._transport,
+            timeout=timeouts(self._settings.timeout_s),
+            follow_redirects=False,
+        ) as client:
+            while True:
+                response = client.post(url, content=body, headers=headers)
+                wait = retry_after(response.headers)
+                if (
+                    response.status_code != 429
+                    or retries == MAX_RETRIES
+                    or waited + wait + 1 > limit
+                ):
+                    return response
+                wait += random.random()
+                retries, waited = retries + 1, waited + wait
+                self._clock.sleep(wait)
+
+
+def retry_after(headers: httpx.Headers) -> float:
+    """``Retry-After`` in seconds (1 when absent or unreadable: a 429 still waits)."""
+    try:
+        return max(0.0, float(headers.get("retry-after", "1")))
+    except ValueError:
+        return 1.0

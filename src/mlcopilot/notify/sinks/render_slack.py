@@ -7,10 +7,11 @@ are cleaned, escaped and put in inline code (:mod:`mlcopilot.text.safe`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from mlcopilot.incidents.payload import GroupSnapshot, Member, Notification
+from mlcopilot.incidents.payload import GroupSnapshot, Member, Mention, Notification
 from mlcopilot.notify.content import change_word, entity_url, headline, info
 from mlcopilot.text.names import short_name
 from mlcopilot.text.safe import slack_code, slack_plain, slack_text, truncate
@@ -24,8 +25,17 @@ _FALLBACK_LIMIT = 3000
 Blocks = list[dict[str, Any]]
 
 
-def root_message(notification: Notification, *, datahub_url: str | None) -> tuple[str, Blocks]:
-    """The root message of a group's thread (``open``; or the edited root on resolution)."""
+def root_message(
+    notification: Notification,
+    *,
+    datahub_url: str | None,
+    mentions: Sequence[Mention] = (),
+) -> tuple[str, Blocks]:
+    """The root message of a group's thread (``open``; or the edited root on resolution).
+
+    ``mentions``: the owning people routing names; a member id is a live mention, a name is
+    escaped text (never markup).
+    """
     group = notification.group
     resolved = notification.action == "resolve"
     icon = ":white_check_mark:" if resolved else _icon(group)
@@ -33,6 +43,8 @@ def root_message(notification: Notification, *, datahub_url: str | None) -> tupl
         {"type": "header", "text": _plain(f"{'Resolved: ' if resolved else ''}{_title(group)}")},
         _section(f"{icon} {_summary(group)}"),
     ]
+    if mentions and not resolved:
+        blocks.append(_section(f"*Owners:* {owners_text(mentions)}"))
     if not resolved:
         blocks.append(_section(f"*Why it matters:* {info(group).why}"))
     blocks += _member_sections(group, group.members)
@@ -69,6 +81,22 @@ def thread_message(notification: Notification, *, datahub_url: str | None) -> tu
     blocks += _report(notification)
     blocks.append(_context(group))
     return _fallback(notification), _cap(blocks)
+
+
+_MEMBER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_SHOWN_OWNERS = 20
+
+
+def owners_text(mentions: Sequence[Mention]) -> str:
+    """``<@U0ALICE>, Bob Jones`` — live mentions for member ids, escaped names otherwise."""
+    shown = [
+        f"<@{m.member_id}>"
+        if m.member_id and _MEMBER_ID.fullmatch(m.member_id)
+        else slack_text(m.name, 80)
+        for m in mentions[:_SHOWN_OWNERS]
+    ]
+    more = len(mentions) - _SHOWN_OWNERS
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def _title(group: GroupSnapshot) -> str:

@@ -30,7 +30,6 @@ and ``chat.update`` with a JSON body, the ``conversations.*`` reads (``list``, `
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -48,12 +47,12 @@ from mlcopilot.incidents.payload import (
     SinkName,
     SinkRef,
     decode_notification,
+    route_of,
 )
 from mlcopilot.notify.sinks.config import SlackSettings
-from mlcopilot.notify.sinks.http import DeadlineTransport, failed, timeouts
+from mlcopilot.notify.sinks.http import Poster, failed, retry_after
 from mlcopilot.notify.sinks.pacing import Pacer
 from mlcopilot.notify.sinks.render_slack import root_message, thread_message
-from mlcopilot.notify.sinks.urls import AddressPolicy
 from mlcopilot.redact import redact
 
 EVENT_TYPE = "mlcopilot_notification"
@@ -62,8 +61,6 @@ HISTORY_SKEW = timedelta(minutes=10)
 disagree; a message for the row cannot be older than the row by more than that."""
 MAX_HISTORY_PAGES = 10
 MAX_CHANNEL_PAGES = 10
-MAX_RETRIES = 2
-"""How many times one call waits out a 429 before the wait goes back to the relay."""
 _HISTORY_PAGE = 200  # Slack's advice for conversations.history and .replies
 _CHANNEL_PAGE = 1000  # conversations.list's largest page
 _JSON = "application/json;charset=utf-8"
@@ -90,64 +87,6 @@ _PERMANENT = frozenset(
         "restricted_action",
     }
 )
-
-
-class _Poster:
-    """POSTs to one Slack endpoint; a 429 waited out on our clock while the waits stay short.
-
-    A ``Retry-After`` (plus up to a second of jitter) is slept at most :data:`MAX_RETRIES`
-    times per call, and only while the waits of that call stay within
-    ``max_rate_limit_wait_s``; a longer one is answered as the 429 it is (the sink raises
-    ``DeliveryError(retry_after=…)`` and the relay reschedules the row), so no wait here
-    outlives the relay's lease on the row.
-    """
-
-    def __init__(
-        self,
-        settings: SlackSettings,
-        url: str,
-        *,
-        clock: Clock,
-        transport: httpx.BaseTransport | None,
-    ) -> None:
-        self._clock = clock
-        self._settings = settings
-        self._transport = transport or DeadlineTransport(
-            settings.timeout_s,
-            base_url=url,
-            policy=AddressPolicy.of(settings.allowed_hosts, allow_loopback=settings.allow_local),
-        )
-
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
-        """The answer to a POST of ``body``; raises httpx's errors when there is none."""
-        headers = {"User-Agent": "mlcopilot", **headers}
-        limit = self._settings.max_rate_limit_wait_s
-        retries, waited = 0, 0.0
-        # A client per call, as githubkit makes them: no connection outlives the call.
-        with httpx.Client(
-            transport=self._transport,
-            timeout=timeouts(self._settings.timeout_s),
-            follow_redirects=False,
-        ) as client:
-            while True:
-                response = client.post(url, content=body, headers=headers)
-                wait = _retry_after(response.headers)
-                if (
-                    response.status_code != 429
-                    or retries == MAX_RETRIES
-                    or waited + wait + 1 > limit
-                ):
-                    return response
-                wait += random.random()
-                retries, waited = retries + 1, waited + wait
-                self._clock.sleep(wait)
-
-
-def _retry_after(headers: httpx.Headers) -> float:
-    try:
-        return max(0.0, float(headers.get("retry-after", "1")))
-    except ValueError:
-        return 1.0
 
 
 class _SlackError(DeliveryError):
@@ -184,7 +123,7 @@ class SlackSink:
         self._pacer = Pacer(clock, settings.post_spacing_s)
         self._api_url = settings.api_url.rstrip("/") + "/"
         self._auth = {"Authorization": f"Bearer {settings.bot_token.get_secret_value().strip()}"}
-        self._http = _Poster(settings, self._api_url, clock=clock, transport=transport)
+        self._http = Poster(settings, self._api_url, clock=clock, transport=transport)
 
     @property
     def name(self) -> SinkName:
@@ -292,7 +231,8 @@ class SlackSink:
                     ref=_ref(channel, ts),
                     warning="Slack: reused the root message an earlier attempt posted",
                 )
-        text, blocks = root_message(notification, datahub_url=self._datahub_url)
+        _, mentions = route_of(item.payload)
+        text, blocks = root_message(notification, datahub_url=self._datahub_url, mentions=mentions)
         data = self._post(item, channel, text, blocks, thread_ts=None)
         return Delivered(ref=_ref(str(data["channel"]), str(data["ts"])), warning=warning)
 
@@ -443,7 +383,7 @@ class SlackWebhookSink:
         self._timeout_s = settings.timeout_s
         self._pacer = Pacer(clock, settings.post_spacing_s)
         self._url = settings.webhook_url.get_secret_value()
-        self._http = _Poster(settings, self._url, clock=clock, transport=transport)
+        self._http = Poster(settings, self._url, clock=clock, transport=transport)
 
     @property
     def name(self) -> SinkName:
@@ -454,7 +394,10 @@ class SlackWebhookSink:
         """Post one message; an uncertain earlier attempt cannot be checked (no history)."""
         notification = decode_notification(item.payload)
         if item.action in ("open", "resolve"):
-            text, blocks = root_message(notification, datahub_url=self._datahub_url)
+            _, mentions = route_of(item.payload)
+            text, blocks = root_message(
+                notification, datahub_url=self._datahub_url, mentions=mentions
+            )
         else:
             text, blocks = thread_message(notification, datahub_url=self._datahub_url)
             blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}, *blocks]
@@ -474,7 +417,7 @@ class SlackWebhookSink:
         detail = redact(f"Slack webhook: HTTP {status} ({response.text[:100]})")
         if status == 429:
             raise DeliveryError(
-                detail, retry_after=timedelta(seconds=_retry_after(response.headers))
+                detail, retry_after=timedelta(seconds=retry_after(response.headers))
             )
         raise DeliveryError(detail, permanent=status < 500, sent=status >= 500)
 
@@ -497,7 +440,7 @@ def _raise_api_error(
     error = str(data.get("error", ""))
     detail = redact(f"Slack {method}: HTTP {status}" + (f" ({error})" if error else ""))
     if status == 429 or error == "ratelimited":
-        wait = timedelta(seconds=_retry_after(response.headers))
+        wait = timedelta(seconds=retry_after(response.headers))
         raise _SlackError(detail, error=error, retry_after=wait) from None
     if status >= 500 or error in ("internal_error", "fatal_error", "service_unavailable"):
         raise _SlackError(detail, error=error, sent=sends) from None

@@ -32,6 +32,12 @@ SLACK_WEBHOOK = ("hooks.slack.com", "/services/")
 # GovSlack runs apart from slack.com on its own domain, slack-gov.com (Slack's GovSlack docs).
 SLACK_GOV_API = ("slack-gov.com", "/api/")
 SLACK_GOV_WEBHOOK = ("hooks.slack-gov.com", "/services/")
+PAGERDUTY_EVENTS = ("events.pagerduty.com", "/")
+PAGERDUTY_EU_EVENTS = ("events.eu.pagerduty.com", "/")
+# Teams Workflows webhooks (Power Automate): prod-NN.REGION.logic.azure.com/workflows/… and the
+# newer …environment.api.powerplatform.com/powerautomate/…; a leading dot matches subdomains.
+TEAMS_LOGIC_APPS = (".logic.azure.com", "/workflows/")
+TEAMS_POWER_PLATFORM = (".api.powerplatform.com", "/powerautomate/")
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _HTTPS = 443
 
@@ -94,7 +100,8 @@ def check_url(
     Args:
         url: The configured URL.
         what: The setting's name, for the message.
-        allowed: The default ``(host, path prefix)`` pairs (default port, public addresses).
+        allowed: The default ``(host, path prefix)`` pairs (default port, public addresses); a
+            host with a leading dot (``.logic.azure.com``) admits its subdomains.
         rules: The operator's allowlist (``notify.allowed_hosts``): a host entry admits that
             host (its port, else 443), a network entry admits IP literals in it on port 443;
             internal addresses included.
@@ -129,12 +136,44 @@ def check_url(
             "notify.allowed_hosts names it"
         )
     for allowed_host, prefix in allowed:
-        if host == allowed_host.lower() and path.startswith(prefix):
+        if _host_matches(host, allowed_host.lower()) and path.startswith(prefix):
             return url.strip()
     expected = ", ".join(f"https://{h}{p}…" for h, p in allowed)
     raise ConfigError(
         f"{what}: {shown} is not an allowed address (expected {expected}, or a host "
         f"notify.allowed_hosts names, with {rule_prefix}…)"
+    )
+
+
+def _host_matches(host: str, allowed: str) -> bool:
+    if allowed.startswith("."):
+        return host.endswith(allowed) and len(host) > len(allowed)
+    return host == allowed
+
+
+def operator_url(
+    url: str,
+    *,
+    what: str,
+    rules: Sequence[HostRule] = (),
+    allow_local: bool = False,
+) -> str:
+    """``url`` when it may be an operator-chosen endpoint (the signed webhook's receiver).
+
+    The operator names the host, so any public ``https`` host on the default port is allowed;
+    another port or an internal address only when ``notify.allowed_hosts`` names it (and the
+    connection is checked again after DNS, as for every sink).
+    """
+    try:
+        host = (urlsplit(url.strip()).hostname or "").lower()
+    except ValueError:
+        raise ConfigError(f"{what} is not a valid URL") from None
+    return check_url(
+        url,
+        what=what,
+        allowed=[(host, "/")] if host and not _internal_ip(host) else [],
+        rules=rules,
+        allow_local=allow_local,
     )
 
 
