@@ -8,6 +8,7 @@ channel, mentioning its people.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -238,3 +239,40 @@ def test_a_rule_naming_a_sink_that_is_not_configured_is_refused(tmp_path: Path) 
     config = write_config(tmp_path, "[[notify.routes]]\npagerduty = true\n")
     with pytest.raises(ConfigError, match=r"notify.routes\[0\].pagerduty = true, but pagerduty"):
         NotifySettings.from_settings(load_settings(Path(config), environ={}))
+
+
+# --- the command that explains it
+
+
+def test_notify_routes_explains_each_target_and_the_owners(tmp_path: Path) -> None:
+    from testing.installed_cli import run_cli
+
+    with teams_world(tmp_path) as w:
+        env = {**w.env, "MLCOPILOT_CATALOG": f"lite:{w.catalog_path}"}
+        shown = run_cli(tmp_path, "notify", "routes", "--model", "churn", env=env, columns=200)
+        assert shown.returncode == 0, shown.stderr
+        assert f"→ slack:{GROWTH}: owner growth-ml in DataHub; mentions Alice Liddell" in (
+            shown.stdout
+        )
+        assert "→ github: the default" in shown.stdout
+        assert "urn:li:corpuser:alice (user Alice Liddell): U0ALICE" in shown.stdout
+        as_json = run_cli(
+            tmp_path, "notify", "routes", "--model", FRAUD, "--format", "json", env=env
+        )
+        explained = json.loads(as_json.stdout)
+        assert [r["target"] for r in explained["routes"]] == ["github", f"slack:#{PAYMENTS}"]
+        assert explained["routes"][1]["mentions"] == [{"name": "Bob Jones", "member_id": None}]
+
+
+def test_incidents_list_says_where_each_incident_is_told(tmp_path: Path) -> None:
+    from testing.installed_cli import run_cli
+
+    with teams_world(tmp_path) as w:
+        w.scan()
+        env = {"MLCOPILOT_STATE_URL": w.state_url}
+        listed = run_cli(tmp_path, "incidents", "list", "--format", "json", env=env)
+        told = {i["model"]: i["targets"] for i in json.loads(listed.stdout)}
+        assert told == {
+            CHURN: ["github", f"slack:{GROWTH}"],
+            FRAUD: ["github", f"slack:#{PAYMENTS}"],
+        }

@@ -16,7 +16,7 @@ from mlcopilot.cli._app import app, click_error_type, err, print_usage_error
 from mlcopilot.cli import scan, datahub, checks, demo  # noqa: F401
 from mlcopilot.cli import catalog, outbox, incidents, config, watch  # noqa: F401
 from mlcopilot.cli import mcp, impact  # noqa: F401
-from mlcopilot.cli import report  # noqa: F401
+from mlcopilot.cli import report, notify  # noqa: F401
 # isort: on
 
 __all__ = ["app", "main"]

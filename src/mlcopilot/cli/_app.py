@@ -125,6 +125,9 @@ outbox_app = Commands(
 )
 datahub_app = Commands(help="Prepare a DataHub server for mlcopilot.", no_args_is_help=True)
 config_app = Commands(help="See and start mlcopilot's configuration.", no_args_is_help=True)
+notify_app = Commands(
+    help="See who is told about a model's incidents, and why.", no_args_is_help=True
+)
 # The order here is the order `mlcopilot --help` lists the groups in.
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(outbox_app, name="outbox")
@@ -132,6 +135,7 @@ app.add_typer(incidents_app, name="incidents")
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(datahub_app, name="datahub")
 app.add_typer(config_app, name="config")
+app.add_typer(notify_app, name="notify")
 
 out = console()
 err = console(stderr=True)

@@ -98,19 +98,20 @@ def incidents_list(
     try:
         wanted_resolved = state in (StateFilter.resolved, StateFilter.all)
         incidents = store.incidents(include_resolved=wanted_resolved)
+        models = set(model or ())
+        incidents = [
+            i
+            for i in incidents
+            if _state_matches(i, state)
+            and (not models or i.model in models or short_name(i.model) in models)
+        ]
+        if limit is not None:
+            incidents = incidents[:limit]
+        targets = store.incident_targets([i.id for i in incidents])
     finally:
         store.close()
-    models = set(model or ())
-    incidents = [
-        i
-        for i in incidents
-        if _state_matches(i, state)
-        and (not models or i.model in models or short_name(i.model) in models)
-    ]
-    if limit is not None:
-        incidents = incidents[:limit]
     if output_format is ListFormat.json:
-        write_output(output, render_incidents_json(incidents))
+        write_output(output, render_incidents_json(incidents, targets))
         return
     if not incidents:
         which = "active (open or acknowledged)" if state is StateFilter.active else state.value
@@ -120,9 +121,9 @@ def incidents_list(
         out.print(f"No {which} incidents{of}.")
         return
     if output is None:
-        print_incidents(incidents, out)
+        print_incidents(incidents, out, targets)
     else:
-        write_output(output, rendered(lambda console: print_incidents(incidents, console)))
+        write_output(output, rendered(lambda console: print_incidents(incidents, console, targets)))
 
 
 def _state_matches(incident: Incident, wanted: StateFilter) -> bool:

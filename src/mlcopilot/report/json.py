@@ -23,7 +23,7 @@ schema's ``required``) may be added within a version.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import PurePath
 from typing import Any
@@ -75,7 +75,7 @@ def report_model(
         now=result.now.isoformat(timespec="seconds"),
         catalog=result.catalog,
         dry_run=result.dry_run,
-        models=[_model_scan(m, incidents) for m in result.models],
+        models=[_model_scan(m, incidents, result.targets) for m in result.models],
         incidents=shape.IncidentIds(
             opened=[i.id for i in result.changes.opened],
             updated=[i.id for i in result.changes.updated],
@@ -119,9 +119,10 @@ def report_dict(
 
 _Incidents = dict[str, tuple[Incident, bool]]
 """Each incident of this scan's findings by id, and whether this scan opened it."""
+_Targets = Mapping[tuple[str, int], Sequence[str]]
 
 
-def _model_scan(report: ModelReport, incidents: _Incidents) -> shape.ModelScan:
+def _model_scan(report: ModelReport, incidents: _Incidents, targets: _Targets) -> shape.ModelScan:
     coverage = shape.Coverage(
         nodes=len(report.lineage.nodes),
         truncated=report.lineage.truncated,
@@ -134,7 +135,7 @@ def _model_scan(report: ModelReport, incidents: _Incidents) -> shape.ModelScan:
         shape.Finding(
             **_facts(finding),
             evidence=plain_json(finding.evidence),
-            incident=_incident_ref(incidents[finding.id]),
+            incident=_incident_ref(incidents[finding.id], targets),
         )
         for finding in report.findings
     ]
@@ -164,10 +165,14 @@ def _profiles(readiness: ProfileReadiness) -> shape.Profiles:
     )
 
 
-def _incident_ref(entry: tuple[Incident, bool]) -> shape.IncidentRef:
+def _incident_ref(entry: tuple[Incident, bool], targets: _Targets) -> shape.IncidentRef:
     incident, new = entry
     return shape.IncidentRef(
-        id=incident.id, generation=incident.generation, state=incident.state.value, new=new
+        id=incident.id,
+        generation=incident.generation,
+        state=incident.state.value,
+        new=new,
+        targets=list(targets.get((incident.id, incident.generation), ())),
     )
 
 
@@ -249,8 +254,12 @@ def render_json(
     return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
 
 
-def incident_dict(incident: Incident) -> dict[str, Any]:
-    """One incident as ``incidents list --format json`` shows it."""
+def incident_dict(incident: Incident, targets: Sequence[str] = ()) -> dict[str, Any]:
+    """One incident as ``incidents list --format json`` shows it.
+
+    ``targets``: where its notifications go, its group's targets (``slack:C0PAYMENTS``,
+    ``pagerduty``...); empty while no group holds it.
+    """
     return {
         "id": incident.id,
         "generation": incident.generation,
@@ -268,12 +277,18 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "acknowledged_by": incident.acknowledged_by,
         "resolved_at": _iso(incident.resolved_at),
         "resolution": incident.resolution,
+        "targets": list(targets),
     }
 
 
-def render_incidents_json(incidents: Sequence[Incident]) -> str:
+def render_incidents_json(
+    incidents: Sequence[Incident],
+    targets: Mapping[tuple[str, int], Sequence[str]] | None = None,
+) -> str:
     """``incidents list --format json``."""
-    return json.dumps([incident_dict(i) for i in incidents], indent=2, ensure_ascii=False) + "\n"
+    targets = targets or {}
+    shown = [incident_dict(i, targets.get((i.id, i.generation), ())) for i in incidents]
+    return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
 
 
 def render_markdown(result: ScanResult, closing: ScanOutcome | None = None) -> str:

@@ -150,6 +150,12 @@ class IncidentRef(Shape):
     generation: int = Field(ge=1, description="Occurrences: 2 and up when it came back.")
     state: Literal["open", "acknowledged"]
     new: bool = Field(description="This scan opened it (a new incident or a recurrence).")
+    targets: list[str] = Field(
+        default_factory=list,
+        description="Where its notifications go: its group's targets, a sink's name or "
+        "name:destination (slack:C0PAYMENTS, github:acme/payments-ml, pagerduty); empty "
+        "when none is configured, or with --dry-run when this scan plans no row for it.",
+    )
 
 
 class Finding(FindingFacts):

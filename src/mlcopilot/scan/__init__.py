@@ -16,7 +16,7 @@ would-be write-back and notifications.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -35,6 +35,7 @@ from mlcopilot.model import (
     IncidentChanges,
     ModelReport,
     ProfileBaseline,
+    SinkName,
     Urn,
     Write,
 )
@@ -123,6 +124,9 @@ class ScanResult:
     """What the reader should know about the scan as a whole (e.g. there was nothing to scan)."""
     write_back: bool = True
     """Whether the catalog was (or, with ``dry_run``, would be) written back to."""
+    targets: Mapping[tuple[str, int], tuple[SinkName, ...]] = field(default_factory=dict)
+    """Where each open incident's notifications go (its group's targets), by ``(id,
+    generation)``; with ``dry_run``, where this scan's planned rows would go."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -265,6 +269,7 @@ def _scan(
                 notifications=tuple(rows),
                 notes=notes,
                 write_back=delivery.write_back,
+                targets=planned_targets(rows),
             )
         try:
             recorded = store.record_scan(
@@ -297,6 +302,7 @@ def _scan(
         dry_run=False,
         run_id=recorded.run_id,
         notifications=recorded.rows,
+        targets=store.incident_targets([f.id for f in checked.findings]),
         relay=relayed,
         acks=acks,
         notes=notes,
@@ -312,6 +318,21 @@ class _Planned:
     writes: list[Write]
     """The write-back to the catalog (empty with write-back off)."""
     request: NotifyRequest
+
+
+def planned_targets(
+    rows: Sequence[PlannedRow],
+) -> dict[tuple[str, int], tuple[SinkName, ...]]:
+    """Where rows would tell each of their groups' open members, by ``(id, generation)``."""
+    found: dict[tuple[str, int], dict[SinkName, None]] = {}
+    for row in rows:
+        if row.sink == "datahub":
+            continue
+        for member in row.payload["group"]["members"]:
+            if member.get("open"):
+                key = (member["incident_id"], int(member["generation"]))
+                found.setdefault(key, {})[row.sink] = None
+    return {key: tuple(sinks) for key, sinks in found.items()}
 
 
 def _reconcile_and_plan(

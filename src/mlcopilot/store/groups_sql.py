@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, Connection, Row, Select, select
 from mlcopilot.model import GroupState, Incident, SinkName, SinkRef, Urn, WatchedGroup
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
+from mlcopilot.store.outbox_sql import of_sinks
 from mlcopilot.store.rows import incident_from_mapping
 
 
@@ -100,12 +101,29 @@ def incident_refs(conn: Connection, sink: SinkName) -> dict[tuple[str, int], Sin
     rows = conn.execute(
         select(i.c.id, i.c.generation, r.c.sink, r.c.ref, r.c.url, r.c.data)
         .join(r, (r.c.group_key == i.c.group_key) & (r.c.group_generation == i.c.group_generation))
-        .where(r.c.sink == sink)
-        .order_by(i.c.id, i.c.generation)
+        .where(of_sinks(r.c.sink, [sink]))
+        .order_by(i.c.id, i.c.generation, r.c.sink)
     )
     return {
         (row.id, int(row.generation)): SinkRef(
             sink=row.sink, key=row.ref, url=row.url, data=dict(row.data)
         )
         for row in rows
+    }
+
+
+def incident_targets(
+    conn: Connection, ids: Sequence[str]
+) -> dict[tuple[str, int], tuple[str, ...]]:
+    """Where each occurrence of the incidents ``ids`` is told: its group's targets.
+
+    By ``(id, generation)``; occurrences not in a group yet (none planned) are absent.
+    """
+    i, g = t.incidents, t.notify_groups
+    query = select(i.c.id, i.c.generation, g.c.sinks).join(
+        g, (g.c.key == i.c.group_key) & (g.c.generation == i.c.group_generation)
+    )
+    return {
+        (row.id, int(row.generation)): tuple(row.sinks)
+        for row in _by_key(conn, query, i.c.id, sorted(set(ids)))
     }

@@ -639,6 +639,11 @@ class SqlStore(ClosedOnExit):
         with self._read("reading sink references") as conn:
             return groups_sql.incident_refs(conn, sink)
 
+    def incident_targets(self, ids: Sequence[str]) -> dict[tuple[str, int], tuple[SinkName, ...]]:
+        """Where each occurrence of the incidents ``ids`` is told (its group's targets)."""
+        with self._read("reading notification targets") as conn:
+            return groups_sql.incident_targets(conn, ids)
+
     def _apply_plan(
         self, conn: Connection, planned: notify_sql.Plan, *, now: datetime, run_id: int | None
     ) -> None:

@@ -11,7 +11,7 @@ unwrapped (:mod:`mlcopilot.cli.display`), so every row is one whole line.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -461,12 +461,18 @@ INCIDENT_COLUMNS = (
     Column("entity", cut=12, detail=True),
     Column("field", cut=8, detail=True),
     Column("opened"),
+    Column("told", cut=10, detail=True),
 )
 """``incidents list``: on a narrow terminal the names go under each row, the id stays whole."""
 
 
-def print_incidents(incidents: Sequence[Incident], console: Console) -> None:
-    """Render incidents as a table."""
+def print_incidents(
+    incidents: Sequence[Incident],
+    console: Console,
+    targets: Mapping[tuple[str, int], Sequence[str]] | None = None,
+) -> None:
+    """Render incidents as a table; ``told``: where each one's notifications go (routing)."""
+    targets = targets or {}
     columns: Sequence[Column] = INCIDENT_COLUMNS
     if DISPLAY.full_names:  # full urns are never cut
         columns = tuple(Column(c.header, detail=c.detail) for c in INCIDENT_COLUMNS)
@@ -480,6 +486,7 @@ def print_incidents(incidents: Sequence[Incident], console: Console) -> None:
             Cell(name(i.entity)),
             Cell(plain(i.field or "")),
             Cell(i.opened_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")),
+            Cell(plain(", ".join(targets.get((i.id, i.generation), ())))),
         ]
         for i in incidents
     ]
