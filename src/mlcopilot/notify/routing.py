@@ -91,6 +91,9 @@ class Router:
 
     notify: NotifySettings
     contacts: Mapping[Urn, Contact]
+    sinks: tuple[str, ...] | None = None
+    """The sinks routed to (default: the settings'); one routing does not know (a plugin's)
+    gets its default target."""
 
     def rule_for(self, subject: Subject) -> tuple[int, RouteRule] | None:
         """The first rule ``subject`` matches, with its index."""
@@ -103,7 +106,7 @@ class Router:
         """Where ``subject`` is told, one route per target, in the sinks' order."""
         chosen = self.rule_for(subject)
         found: list[Route] = []
-        for sink in self.notify.sinks:
+        for sink in self.notify.sinks if self.sinks is None else self.sinks:
             found += self._sink_routes(sink, subject, chosen)
         return tuple(found)
 

@@ -369,7 +369,13 @@ def _reconcile_and_plan(
     if not delivery.write_back:
         plan = []
     routed = (
-        routes(catalog, delivery.routing, (*changes.opened, *changes.updated), checked.reports)
+        routes(
+            catalog,
+            delivery.routing,
+            (*changes.opened, *changes.updated),
+            checked.reports,
+            tuple(s.name for s in delivery.sinks),
+        )
         if delivery.routing is not None and delivery.sinks
         else {}
     )

@@ -45,11 +45,19 @@ def subject_of(check: str, severity: Severity, model: Node, entity: Node | None)
     )
 
 
-def router(catalog: Catalog, notify: NotifySettings, about: Iterable[Subject]) -> Router:
-    """A router with the contacts of every owner of ``about`` the catalog can give."""
+def router(
+    catalog: Catalog,
+    notify: NotifySettings,
+    about: Iterable[Subject],
+    sinks: tuple[str, ...] | None = None,
+) -> Router:
+    """A router to ``sinks`` (default: the settings').
+
+    It knows the contacts of every owner of ``about`` the catalog can give.
+    """
     owners = owner_urns(list(about), notify.owners)
     contacts = catalog.contacts(owners) if owners and isinstance(catalog, OwnerDirectory) else {}
-    return Router(notify, contacts)
+    return Router(notify, contacts, sinks)
 
 
 def routes(
@@ -57,8 +65,9 @@ def routes(
     notify: NotifySettings,
     incidents: Iterable[Incident],
     reports: Sequence[ModelReport],
+    sinks: tuple[str, ...],
 ) -> dict[str, tuple[Route, ...]]:
-    """Incident id → where it is told, for the open incidents of the walked models."""
+    """Incident id → where it is told through ``sinks``, for the walked models' open ones."""
     found = subjects((i for i in incidents if i.is_open), reports)
-    routing = router(catalog, notify, found.values())
+    routing = router(catalog, notify, found.values(), sinks)
     return {incident_id: routing.routes(subject) for incident_id, subject in found.items()}

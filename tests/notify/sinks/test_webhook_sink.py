@@ -596,13 +596,13 @@ def test_scans_open_update_and_resolve_through_the_relay(tmp_path: Path) -> None
         with receiver.running():
             sink = sink_for(receiver, w.clock)
             w.script = {CHECK: {CUSTOMERS: [("a", Severity.HIGH, None)]}}
-            w.scan(sinks=[sink], routing=None)
+            w.scan(sinks=[sink])
             w.clock.advance(timedelta(hours=1))
             w.script[CHECK][CUSTOMERS].append(("b", Severity.CRITICAL, None))
-            w.scan(sinks=[sink], routing=None)
+            w.scan(sinks=[sink])
             w.clock.advance(timedelta(hours=1))
             w.script = {}
-            last = w.scan(sinks=[sink], routing=None)
+            last = w.scan(sinks=[sink])
         assert last.relay is not None
         assert last.relay.ok
         assert [e["type"] for e in receiver.events] == [
@@ -626,11 +626,11 @@ def test_a_lost_502_through_the_relay_reaches_the_receiver_once(tmp_path: Path) 
             receiver.fail("POST", receiver.path, 502, after=True)
             sink = sink_for(receiver, w.clock)
             w.script = PII
-            first = w.scan(sinks=[sink], routing=None)
+            first = w.scan(sinks=[sink])
             assert first.relay is not None
             assert first.relay.retrying
             w.clock.advance(timedelta(minutes=10))
-            again = w.scan(sinks=[sink], routing=None)
+            again = w.scan(sinks=[sink])
         assert again.relay is not None
         assert again.relay.ok
         assert [d.verdict for d in receiver.deliveries] == [ACCEPTED, DUPLICATE]
