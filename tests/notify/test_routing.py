@@ -9,8 +9,6 @@ channel, mentioning its people.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -24,47 +22,16 @@ from mlcopilot.model import Severity
 from mlcopilot.notify.routing import Router, Subject, matches, platform_of
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.settings import load_settings
-from testing.builders import corp_group, corp_user, ds, model_urn, owned_by
+from testing.builders import owned_by
 from testing.fakes.slack import FakeSlack
-from testing.notify_world import World, world
-
-GROWTH = "C0GROWTHML"
-PAYMENTS = "payments-ml"
-CUSTOMERS = ds("raw.customers")
-PAYMENTS_TABLE = ds("raw.payments")
-CHURN, FRAUD = model_urn("churn"), model_urn("fraud")
-
-
-def two_teams(w: World) -> None:
-    """churn: the growth team (channel id, Alice by member id); fraud: payments (#name, Bob)."""
-    with LiteCatalog(w.catalog_path) as catalog:
-        catalog.ingest(
-            [
-                *corp_group("growth-ml", slack=GROWTH),
-                *corp_group("payments-ml", slack=f"#{PAYMENTS}"),
-                *corp_user("alice", display_name="Alice Liddell", slack="U0ALICE"),
-                *corp_user("bob", display_name="Bob Jones", slack="bob.jones"),
-                *owned_by(CHURN, ["urn:li:corpGroup:growth-ml", "urn:li:corpuser:alice"]),
-                *owned_by(FRAUD, ["urn:li:corpGroup:payments-ml", "urn:li:corpuser:bob"]),
-            ]
-        )
-
-
-@contextmanager
-def teams_world(tmp_path: Path, **env: str) -> Iterator[World]:
-    slack = FakeSlack(channels=("#ml-alerts",))
-    slack.add_channel("growth", GROWTH)
-    slack.add_channel(PAYMENTS)
-    models = {"churn": ["raw.customers"], "fraud": ["raw.payments"]}
-    with world(tmp_path, models=models, slack=slack, MLCOPILOT_GROUP_WAIT="0", **env) as w:
-        two_teams(w)
-        w.script = {
-            "pii_exposure": {
-                CUSTOMERS: [("a", Severity.HIGH, None)],
-                PAYMENTS_TABLE: [("b", Severity.MEDIUM, None)],
-            }
-        }
-        yield w
+from testing.routing_world import (
+    CHURN,
+    CUSTOMERS,
+    FRAUD,
+    GROWTH,
+    PAYMENTS,
+    teams_world,
+)
 
 
 def roots_in(slack: FakeSlack, channel: str) -> list[dict[str, Any]]:

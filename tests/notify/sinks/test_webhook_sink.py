@@ -167,7 +167,7 @@ def sink_for(
         allow_local=settings.pop("allow_local", True),
         **settings,
     )
-    return WebhookSink(config, clock=clock, datahub_url=DATAHUB)
+    return WebhookSink(config, clock=clock, datahub_url=DATAHUB, signing_clock=clock)
 
 
 def resend(receiver: FakeReceiver, body: bytes, headers: dict[str, str]) -> httpx.Response:
@@ -583,7 +583,7 @@ def test_configured_from_the_environment_with_a_secret_file(
     )
     assert settings.webhook is not None
     assert "webhook" in settings.sinks
-    WebhookSink(settings.webhook, clock=clock).deliver(row(), None)
+    WebhookSink(settings.webhook, clock=clock, signing_clock=clock).deliver(row(), None)
     assert [d.verdict for d in receiver.deliveries] == [ACCEPTED]
 
 
@@ -692,7 +692,7 @@ def test_the_receiver_refuses_an_event_the_schema_does_not_allow(
 
 def test_configured_by_the_environment_alone_a_scan_sends_signed_events(tmp_path: Path) -> None:
     with world(tmp_path) as w:
-        receiver = FakeReceiver(clock=w.clock)
+        receiver = FakeReceiver()  # on the wall clock, as the sink dates its signatures
         with receiver.running():
             w.env |= {
                 "MLCOPILOT_WEBHOOK_URL": receiver.endpoint,

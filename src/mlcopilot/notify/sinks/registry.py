@@ -172,9 +172,17 @@ def acknowledging(notify: NotifySettings) -> frozenset[str]:
 
 
 def build_sinks(notify: NotifySettings, clock: Clock) -> list[ByDestination]:
-    """The sinks the settings turn on, each ready to build per destination."""
+    """The sinks the settings turn on, each ready to build per destination.
+
+    A plugin's default sink is built here, so a section it refuses (a ``ConfigError``) stops
+    the command before the scan, not at its first row.
+    """
     plugins = _plugins(notify)
-    return [ByDestination(name, _maker(name, notify, clock, plugins)) for name in notify.sinks]
+    built = [ByDestination(name, _maker(name, notify, clock, plugins)) for name in notify.sinks]
+    for sink in built:
+        if sink.name in plugins:
+            sink.at(None)
+    return built
 
 
 def _maker(

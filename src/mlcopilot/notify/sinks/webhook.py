@@ -48,7 +48,7 @@ import httpx
 from pydantic import ValidationError
 
 from mlcopilot import redact
-from mlcopilot.clock import Clock
+from mlcopilot.clock import Clock, SystemClock
 from mlcopilot.errors import ConfigError
 from mlcopilot.incidents.payload import (
     Action,
@@ -177,7 +177,13 @@ class WebhookSink:
         clock: Clock,
         datahub_url: str | None = None,
         transport: httpx.BaseTransport | None = None,
+        signing_clock: Clock | None = None,
     ) -> None:
+        """A sink POSTing to ``settings.url``.
+
+        ``clock`` paces retries; ``signing_clock`` dates each attempt's signature: the wall
+        clock by default, as the receiver's is (a scan's clock may be in the past, ``--now``).
+        """
         secret = settings.secret.get_secret_value().strip()
         if not secret:
             raise ConfigError("webhook.secret is empty: set MLCOPILOT_WEBHOOK_SECRET(_FILE)")
@@ -191,7 +197,7 @@ class WebhookSink:
             base_url=settings.url,
             policy=AddressPolicy.of(settings.allowed_hosts, allow_loopback=settings.allow_local),
         )
-        signing = _Signing(inner, secret.encode("utf-8"), clock)
+        signing = _Signing(inner, secret.encode("utf-8"), signing_clock or SystemClock())
         self._http = Poster(settings, settings.url, clock=clock, transport=signing)
 
     def deliver(self, item: OutboxItem, ref: SinkRef | None) -> Delivered:
