@@ -17,11 +17,13 @@ from pathlib import Path
 import datahub.metadata.schema_classes as m
 from datahub.emitter.mce_builder import (
     make_dataset_urn,
+    make_group_urn,
     make_ml_feature_table_urn,
     make_ml_feature_urn,
     make_ml_model_urn,
     make_schema_field_urn,
     make_tag_urn,
+    make_user_urn,
 )
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
@@ -43,6 +45,11 @@ SPEND = make_ml_feature_urn("churn_features", "spend_90d")
 FEATURE_TABLE = make_ml_feature_table_urn("feast", "churn_features")
 MODEL = make_ml_model_urn("mlflow", "churn_predictor_v1", "PROD")
 ACTOR = "urn:li:corpuser:datahub"
+# Who owns the raw tables, and where they work (``owners()``).
+GROWTH_ML = make_group_urn("growth-ml")
+PAYMENTS_ML = make_group_urn("payments-ml")
+MAYA = make_user_urn("maya.chen")
+RAVI = make_user_urn("ravi.rao")
 
 # Constructors typed as callables: the SDK's generated __init__ has no annotations.
 _TYPES: dict[
@@ -292,7 +299,82 @@ def initial_catalog() -> list[dict[str, object]]:
             t,
         ),
     ]
-    return records
+    return records + owners()
+
+
+def ownership(*owners: str) -> m.OwnershipClass:
+    """Technical owners: the ``type`` and the system ``typeUrn``, as DataHub writes both."""
+    return m.OwnershipClass(
+        owners=[
+            m.OwnerClass(
+                owner=owner,
+                type=m.OwnershipTypeClass.TECHNICAL_OWNER,
+                typeUrn="urn:li:ownershipType:__system__technical_owner",
+            )
+            for owner in owners
+        ],
+        lastModified=m.AuditStampClass(time=ms(INITIAL_LOAD), actor=ACTOR),
+    )
+
+
+def owners() -> list[dict[str, object]]:
+    """Two teams and one person of each, who own the two raw tables the model reads.
+
+    Their incidents reach them where they work once ``notify.owners`` includes ``"entity"``
+    (the model itself has no owner: by default the demo's notifications go where the
+    settings send them).
+
+    The groups come from the identity provider (``corpGroupInfo``) and were given their Slack
+    channel in DataHub (``corpGroupEditableInfo``: a channel id, a channel name); the people
+    set their Slack member id and display name on their DataHub profile
+    (``corpUserEditableInfo``).
+    """
+    t = INITIAL_LOAD
+    people = (
+        (MAYA, GROWTH_ML, "Maya Chen", "U0MAYACHEN", "maya.chen@example.com"),
+        (RAVI, PAYMENTS_ML, "Ravi Rao", "U0RAVIRAO1", "ravi.rao@example.com"),
+    )
+    teams = (
+        (GROWTH_ML, "Growth ML", "C0GROWTHML", "growth-ml@example.com", MAYA),
+        (PAYMENTS_ML, "Payments ML", "#payments-ml", "payments-ml@example.com", RAVI),
+    )
+    records: list[dict[str, object]] = []
+    for group, name, slack, email, member in teams:
+        records += [
+            mcp(
+                group,
+                m.CorpGroupInfoClass(
+                    displayName=name, email=email, admins=[member], members=[member], groups=[]
+                ),
+                t,
+            ),
+            mcp(group, m.CorpGroupEditableInfoClass(slack=slack, email=email), t),
+        ]
+    for user, group, name, member_id, email in people:
+        records += [
+            mcp(
+                user,
+                m.CorpUserInfoClass(active=True, displayName=name, fullName=name, email=email),
+                t,
+            ),
+            mcp(
+                user,
+                m.CorpUserEditableInfoClass(
+                    displayName=name, slack=member_id, email=email, teams=[short(group)]
+                ),
+                t,
+            ),
+        ]
+    return [
+        *records,
+        mcp(CUSTOMERS, ownership(GROWTH_ML, MAYA), t),
+        mcp(TRANSACTIONS, ownership(PAYMENTS_ML, RAVI), t),
+    ]
+
+
+def short(urn: str) -> str:
+    """The id at the end of an urn."""
+    return urn.rsplit(":", 1)[-1]
 
 
 def refreshed(when: datetime) -> m.OperationClass:

@@ -101,6 +101,7 @@ def test_a_scan_report_is_version_3_with_incidents_and_evidence(demo: Path) -> N
             "generation": 1,
             "state": "open",
             "new": True,
+            "targets": [],  # no sink configured: nobody is told
         }
     stale = found[("stale_source", TRANSACTIONS, None)]["evidence"]
     assert stale["sla_hours"] == 24

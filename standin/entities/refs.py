@@ -196,12 +196,12 @@ class CorpUser(Node):
     info = properties
 
     def editableProperties(self, _info: Any, **_: Any) -> Json | None:
+        # GMS's CorpUserEditableInfoMapper: the aspect's fields under their own names.
         value = self._a("corpUserEditableInfo")
         if value is None:
             return None
-        return {
-            k: value.get(k) for k in ("displayName", "title", "aboutMe", "pictureLink", "email")
-        }
+        fields = ("displayName", "title", "aboutMe", "teams", "skills", "pictureLink")
+        return {k: value.get(k) for k in (*fields, "slack", "phone", "email")}
 
     editableInfo = editableProperties
 
@@ -219,6 +219,7 @@ class CorpGroup(Node):
         return self._key().get("name") or self.urn.split(":", 3)[-1]
 
     def properties(self, _info: Any, **_: Any) -> Json | None:
+        # GMS's CorpGroupPropertiesMapper (``info`` is the deprecated CorpGroupInfo: no slack).
         info = self._a("corpGroupInfo")
         if info is None:
             return None
@@ -226,6 +227,14 @@ class CorpGroup(Node):
             "displayName": info.get("displayName"),
             "description": info.get("description"),
             "email": info.get("email"),
+            "slack": info.get("slack"),
         }
 
     info = properties
+
+    def editableProperties(self, _info: Any, **_: Any) -> Json | None:
+        # GMS's CorpGroupEditablePropertiesMapper.
+        value = self._a("corpGroupEditableInfo")
+        if value is None:
+            return None
+        return {k: value.get(k) for k in ("description", "slack", "email", "pictureLink")}

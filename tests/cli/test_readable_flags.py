@@ -157,7 +157,7 @@ def test_limit_and_output_file(home: Path, tmp_path: Path) -> None:
     assert len(json.loads(report.read_text(encoding="utf-8"))) == 2
     lines = table.read_text(encoding="utf-8").splitlines()
     # One line each, whatever COLUMNS says: a file is not a terminal.
-    header = ["id", "state", "severity", "check", "model", "entity", "field", "opened"]
+    header = ["id", "state", "severity", "check", "model", "entity", "field", "opened", "told"]
     assert lines[0].split() == header
     assert len(lines) == 4
     assert "\x1b" not in table.read_text(encoding="utf-8")
