@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,23 +22,12 @@ import pytest
 
 from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import Severity
+from testing.failpoints import Killed, kill_at
 from testing.fakes.webhook import ACCEPTED, DUPLICATE
 from testing.notify_world import World
 from testing.routing_world import CUSTOMERS, GROWTH, PAYMENTS, Receivers, every_sink
 
 pytestmark = pytest.mark.slow
-
-
-class Killed(BaseException):
-    """The process died here (no ``except Exception`` cleans up after it)."""
-
-
-def kill_at(point: str) -> Callable[[str], None]:
-    def failpoint(name: str) -> None:
-        if name == point:
-            raise Killed(name)
-
-    return failpoint
 
 
 def settle(w: World) -> None:

@@ -13,7 +13,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,23 +21,12 @@ import pytest
 from mlcopilot.incidents.payload import OutboxStatus
 from mlcopilot.model import Severity
 from testing.builders import dataset, ml_model, write_metadata_file
+from testing.failpoints import Killed, kill_at
 from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import CHANNEL_ID, FakeSlack
 from testing.notify_world import CUSTOMERS, World, notify_env, world
 
 pytestmark = pytest.mark.slow
-
-
-class Killed(BaseException):
-    """The process died here (a BaseException: no ``except Exception`` cleans up after it)."""
-
-
-def kill_at(point: str) -> Callable[[str], None]:
-    def failpoint(name: str) -> None:
-        if name == point:
-            raise Killed(name)
-
-    return failpoint
 
 
 def datahub_incidents(w: World) -> int:

@@ -17,6 +17,7 @@ from mlcopilot.model import Severity
 from mlcopilot.notify.relay import Relay, RetryPolicy
 from mlcopilot.notify.sinks.config import SlackSettings
 from mlcopilot.notify.sinks.slack import SlackSink, SlackWebhookSink
+from testing.failpoints import Killed, kill_at
 from testing.fakes.http import FakeServer
 from testing.fakes.slack import CHANNEL_ID, WEBHOOK_PATH, FakeSlack
 from testing.notify_world import CUSTOMERS, FakeClock, Script, World, world
@@ -168,18 +169,6 @@ def test_webhook_redirects_are_not_followed(tmp_path: Path) -> None:
 
 
 # --- a channel given by name ------------------------------------------------------------------
-
-
-class Killed(BaseException):
-    """The process died here (nothing catches a BaseException: no cleanup, as a kill)."""
-
-
-def kill_at(point: str) -> Callable[[str], None]:
-    def failpoint(name: str) -> None:
-        if name == point:
-            raise Killed(name)
-
-    return failpoint
 
 
 def slack_row(w: World) -> OutboxItem:
