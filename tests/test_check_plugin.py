@@ -16,11 +16,9 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
-import sysconfig
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ from testing.builders import (
 from testing.fakes.github import FakeGitHub
 from testing.fakes.slack import FakeSlack
 from testing.notify_world import notify_env
+from testing.plugin_install import OFFLINE, install_into_venv, pip, source_copy
 
 pytestmark = pytest.mark.slow
 
@@ -69,70 +68,14 @@ class Install:
     """Where pip put the package."""
 
 
-def _pip(*args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _source_copy(tmp: Path) -> Path:
-    # Built from a copy: the build leaves build/ and *.egg-info behind, not in the repository.
-    copy = tmp / "check-plugin"
-    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    return copy
-
-
 def _install_into_venv(tmp: Path) -> Install:
-    venv = tmp / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-        check=True,
-        timeout=120,
-    )
-    python = venv / "bin" / "python"
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
-    # A venv made from a venv's interpreter sees the base interpreter's packages, not the
-    # product's; this line makes the product's environment a site directory of the new one
-    # (its .pth files, the editable install of mlcopilot among them, are processed too).
-    product_site = sysconfig.get_paths()["purelib"]
-    (site / "mlcopilot-product.pth").write_text(
-        f"import site; site.addsitedir({product_site!r})\n", encoding="utf-8"
-    )
-    _pip(
-        "--python",
-        str(python),
-        "install",
-        "--no-deps",
-        "--no-build-isolation",
-        "--no-index",
-        str(_source_copy(tmp)),
-    )
+    python, site = install_into_venv(EXAMPLE, tmp)
     return Install("pip install", python, {}, site)
 
 
 def _install_into_target(tmp: Path) -> Install:
     target = tmp / "target"
-    _pip(
-        "install",
-        "--no-deps",
-        "--no-build-isolation",
-        "--no-index",
-        "--target",
-        str(target),
-        str(_source_copy(tmp)),
-    )
+    pip("install", *OFFLINE, "--target", str(target), str(source_copy(EXAMPLE, tmp)))
     return Install(
         "pip install --target", Path(sys.executable), {"PYTHONPATH": str(target)}, target
     )

@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 
 from testing.fakes.github import FakeGitHub
+from testing.fakes.pagerduty import ROUTING_KEY, FakePagerDuty
 from testing.fakes.slack import FakeSlack
+from testing.fakes.teams import FakeTeams
+from testing.fakes.webhook import ACCEPTED, SECRET, FakeReceiver
 from testing.installed_cli import run_cli
 from testing.notify_world import notify_env
 from tests.cli.readonly_mount import read_only_folder
@@ -22,7 +25,16 @@ from tests.render_html.dom import parse
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_predictor_v1,PROD)"
 
-_CREDENTIALS = ("GITHUB_TOKEN", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL", "MLCOPILOT_GITHUB_REPO")
+_CREDENTIALS = (
+    "GITHUB_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "SLACK_WEBHOOK_URL",
+    "MLCOPILOT_GITHUB_REPO",
+    "MLCOPILOT_PAGERDUTY_ROUTING_KEY",
+    "MLCOPILOT_TEAMS_WEBHOOK_URL",
+    "MLCOPILOT_WEBHOOK_URL",
+    "MLCOPILOT_WEBHOOK_SECRET",
+)
 
 
 def _without_credentials() -> dict[str, str]:
@@ -58,13 +70,32 @@ def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
         "Resolved:",
     ):
         assert expected in out, expected
-    # What GitHub and Slack would receive, shown without credentials and saved exactly.
-    assert "What GitHub and Slack would receive" in out
-    assert "Previewed, not sent: 3 github open, 3 slack open." in out
+    # What every sink would receive, shown without credentials and saved exactly.
+    assert "What GitHub, Slack, PagerDuty, Teams and your webhook would receive" in out
+    assert (
+        "Previewed, not sent: 3 github open, 3 pagerduty open, 3 slack open, 3 teams open, "
+        "3 webhook open."
+    ) in out
     assert "```mermaid" in out
     saved = sorted((tmp_path / "demo" / "notifications").glob("*.json"))
     assert saved
-    assert saved[0].name == "001-github-open.json"
+    assert [p.name for p in saved[:5]] == [
+        "001-github-open.json",
+        "002-slack-open.json",
+        "003-pagerduty-trigger.json",
+        "004-teams-open.json",
+        "005-webhook-open.json",
+    ]
+    # PagerDuty, Teams and the webhook: one line a request; how to send them, said once.
+    assert (
+        "  pagerduty trigger: PII exposure at raw.customers, field email affects model "
+        "churn_predictor_v1 (severity error, dedup_key 2a03fed21b6719ea)\n"
+    ) in out
+    assert "  teams card: Stale source at raw.transactions\n" in out
+    assert "  teams card: Reminder: Stale source at raw.transactions\n" in out
+    assert "  webhook incident.opened: Deprecated source at legacy.customer_segments" in out
+    assert out.count("— previews: to send them: pagerduty: MLCOPILOT_PAGERDUTY_ROUTING_KEY") == 1
+    assert out.count("signed with the placeholder secret PREVIEW-WEBHOOK-SECRET") == 1
     # The story's numbers: 3 incidents at first, 2 more on drift, 1 resolved at the end.
     assert "Incidents: 3 opened, 0 still open, 0 resolved." in out
     assert "Incidents: 2 opened, 3 still open, 0 resolved." in out
@@ -116,7 +147,9 @@ def test_demo_sends_when_credentials_are_configured(tmp_path: Path) -> None:
     text = console.export_text()
     assert "Sent to github: open" in text
     assert "Sent to slack: open" in text
-    assert "Previewed" not in text
+    previewed = [line for line in text.splitlines() if line.startswith("Previewed, not sent")]
+    assert previewed  # PagerDuty, Teams and the webhook: no credentials for them
+    assert all("github" not in line and "slack" not in line for line in previewed)
     assert len(github.issues) == 4
     assert len(slack.roots()) == 4
 
@@ -167,18 +200,39 @@ def test_demo_reuses_its_own_home_and_removes_only_its_files(tmp_path: Path) -> 
 
 def test_demo_sends_nothing_without_send_even_with_credentials(tmp_path: Path) -> None:
     github, slack = FakeGitHub(), FakeSlack()
-    with github.running(), slack.running():
-        env = notify_env(github, slack, MLCOPILOT_TEST_WRITE_SPACING="0")
+    pagerduty, teams, receiver = FakePagerDuty(), FakeTeams(), FakeReceiver()
+    fakes = (github, slack, pagerduty, teams, receiver)
+    with (
+        github.running(),
+        slack.running(),
+        pagerduty.running(),
+        teams.running(),
+        receiver.running(),
+    ):
+        env = notify_env(github, slack, MLCOPILOT_TEST_WRITE_SPACING="0") | {
+            "MLCOPILOT_PAGERDUTY_ROUTING_KEY": ROUTING_KEY,
+            "MLCOPILOT_PAGERDUTY_URL": pagerduty.url,
+            "MLCOPILOT_TEAMS_WEBHOOK_URL": teams.webhook_url,
+            "MLCOPILOT_WEBHOOK_URL": receiver.endpoint,
+            "MLCOPILOT_WEBHOOK_SECRET": SECRET,
+        }
         ran = run_cli(tmp_path, "demo", "--home", str(tmp_path / "d1"), env=env, columns=400)
         assert ran.code == 0, ran.stderr
-        assert "the demo sends nothing without --send" in ran.stderr
+        assert (
+            "github, slack, pagerduty, teams and webhook credentials are set, but the demo "
+            "sends nothing without --send"
+        ) in ran.stderr
         assert "Previewed, not sent" in ran.stdout
-        assert len(github.issues) == 0
-        assert len(slack.roots()) == 0
+        assert [len(fake.requests) for fake in fakes] == [0, 0, 0, 0, 0]
         sent = run_cli(tmp_path, "demo", "--home", str(tmp_path / "d2"), "--send", env=env)
         assert sent.code == 0, sent.stderr
     assert len(github.issues) == 4
     assert len(slack.roots()) == 4
+    assert pagerduty.alerts
+    assert teams.cards
+    assert receiver.events
+    assert {d.verdict for d in receiver.deliveries} == {ACCEPTED}
+    assert "Previewed, not sent" not in sent.stdout
 
 
 def test_demo_runs_with_a_read_only_mlcopilot_home(tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import threading
 import tomllib
 from collections.abc import Mapping
@@ -53,6 +52,7 @@ from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.plugins import ALL_EVENTS
 from mlcopilot.notify.sinks.registry import SinkContext
 from testing.builders import dataset, dataset_urn, ml_model, model_urn, write_metadata_file
+from testing.plugin_install import install_into_venv
 
 # One worker runs them all: the install is made once, not once a worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sink_plugin")]
@@ -70,7 +70,6 @@ PII = [
 ]
 # raw.customers' schema again, its column no longer tagged: that group resolves.
 UNTAGGED = dataset("raw.customers", fields=[("email", "string")])
-OFFLINE = ("--no-build-isolation", "--no-index")
 
 
 def _now(minutes: int) -> str:
@@ -121,48 +120,7 @@ def _clean_env(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def install(tmp_path_factory: pytest.TempPathFactory) -> Install:
     tmp = tmp_path_factory.mktemp("sink-plugin")
-    venv = tmp / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-        check=True,
-        timeout=120,
-    )
-    python = venv / "bin" / "python"
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
-    # The product's environment as a site directory of the new one (its .pth files, the
-    # editable install of mlcopilot among them, are processed too).
-    product_site = sysconfig.get_paths()["purelib"]
-    (site / "mlcopilot-product.pth").write_text(
-        f"import site; site.addsitedir({product_site!r})\n", encoding="utf-8"
-    )
-    # Built from a copy: the build leaves build/ and *.egg-info behind, not in the repository.
-    source = tmp / "sink-plugin"
-    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    pip = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "--no-deps",
-            *OFFLINE,
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert pip.returncode == 0, pip.stdout + pip.stderr
+    python, site = install_into_venv(EXAMPLE, tmp)
     # The catalog is loaded once; each test scans (and writes back to) its own copy.
     home = tmp / "home"
     metadata = write_metadata_file(tmp / "pii.json", PII)

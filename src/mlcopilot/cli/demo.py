@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -25,8 +24,9 @@ def demo_command(
         bool,
         typer.Option(
             "--send",
-            help="Really send to GitHub and Slack where their credentials are set (default: "
-            "show and save what would be sent, and send nothing).",
+            help="Really send where a sink's credentials are set: GitHub, Slack, PagerDuty, "
+            "Teams, the signed webhook, sink plugins (default: show and save what would be "
+            "sent, and send nothing).",
         ),
     ] = False,
 ) -> None:
@@ -38,14 +38,15 @@ def demo_command(
     settings = command_settings()
     notify = NotifySettings.from_settings(settings)
     # What is not sent is previewed as the configured sinks would send it (repository, label,
-    # channel), or to placeholders.
+    # channel, PagerDuty's min_severity), or to placeholders; never with a secret.
     targets = PreviewTargets.from_settings(settings, notify)
     if not send:
         configured = notify.sinks
-        notify = replace(notify, github=None, slack=None)
+        notify = notify.writeback_only()  # every sink off, plugins too: nothing is sent
         if configured:
+            named = ", ".join(configured[:-1]) + " and " if len(configured) > 1 else ""
             err.print(
-                f"{' and '.join(configured)} credentials are set, but the demo sends nothing "
+                f"{named}{configured[-1]} credentials are set, but the demo sends nothing "
                 "without --send: it shows what would be sent."
             )
     run_demo(prepare_home(home, out), out, notify, targets)

@@ -6,11 +6,17 @@ again, shows the write-back, and resolves an incident when the column comes back
 clock is fixed, so every run tells the same story. It ends with ``mlcopilot report``'s HTML page
 (:func:`mlcopilot.report.html.report_page`), written to ``<home>/report.html``.
 
-It also shows what each scan sends to GitHub and Slack: the real sinks render the requests,
-which are recorded instead of sent (:mod:`mlcopilot.notify.sinks.preview`), printed, and saved
-under ``<home>/notifications`` (one JSON file per request: its method and path, and its body).
-Only with ``--send`` and ``GITHUB_TOKEN`` + ``MLCOPILOT_GITHUB_REPO``, ``SLACK_BOT_TOKEN`` +
-``MLCOPILOT_SLACK_CHANNEL`` or ``SLACK_WEBHOOK_URL`` set are they really sent.
+It also shows what each scan sends to GitHub, Slack, PagerDuty, Teams and a signed webhook:
+the real sinks render the requests, which are recorded instead of sent
+(:mod:`mlcopilot.notify.sinks.preview`), printed, and saved under ``<home>/notifications`` (one
+JSON file per request: its method and path, and its body; :mod:`mlcopilot.cli.render.previews`).
+The first GitHub issue and the first Slack message are shown whole (what people read); every
+other request is a line or two, PagerDuty's, Teams' and the webhook's one line each (their
+content is the same story, and a webhook's JSON is for a program: its file has it all). Only
+with ``--send`` and a sink's credentials set (``GITHUB_TOKEN`` + ``MLCOPILOT_GITHUB_REPO``,
+``SLACK_BOT_TOKEN`` + ``MLCOPILOT_SLACK_CHANNEL`` or ``SLACK_WEBHOOK_URL``,
+``MLCOPILOT_PAGERDUTY_ROUTING_KEY``, ``MLCOPILOT_TEAMS_WEBHOOK_URL``, ``MLCOPILOT_WEBHOOK_URL`` +
+``MLCOPILOT_WEBHOOK_SECRET``) are they really sent.
 
 The demo is harmless: it runs in a new temporary folder unless told otherwise, uses a given
 folder only when it is empty or an earlier demo's (marked by :data:`MARKER`), and removes only
@@ -19,10 +25,8 @@ the files a demo makes.
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from importlib.resources import as_file, files
@@ -37,14 +41,26 @@ from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.checks import load_checks
 from mlcopilot.cli._app import write_atomically
-from mlcopilot.cli.render.terminal import print_scan
+from mlcopilot.cli.render import previews as shown
+from mlcopilot.cli.render.terminal import print_scan, safe
 from mlcopilot.clock import OffsetClock
 from mlcopilot.errors import UsageError
 from mlcopilot.incidents.payload import Sink
 from mlcopilot.incidents.writeback import OPEN_RISKS_PROPERTY
 from mlcopilot.model import IncidentWrite
 from mlcopilot.notify.sinks.config import NotifySettings
-from mlcopilot.notify.sinks.preview import Preview, PreviewGitHub, PreviewSlack, PreviewTargets
+from mlcopilot.notify.sinks.preview import (
+    PREVIEW_SINKS,
+    PREVIEW_WEBHOOK_SECRET,
+    Preview,
+    PreviewClock,
+    PreviewGitHub,
+    PreviewPagerDuty,
+    PreviewSlack,
+    PreviewTargets,
+    PreviewTeams,
+    PreviewWebhook,
+)
 from mlcopilot.protocols import StateStore
 from mlcopilot.report.html import report_page
 from mlcopilot.scan import Delivery, ScanOptions, ScanResult, scan
@@ -75,8 +91,20 @@ _MADE = (
     REPORT,
 )
 """The files a demo makes in its home, besides its notifications folder."""
-_SAVED = "[0-9][0-9][0-9]-*.json"
+_SAVED = shown.SAVED_GLOB
 """The notification requests a demo saves (``001-github-open.json``...)."""
+_HINTS = {
+    "github": "GITHUB_TOKEN, MLCOPILOT_GITHUB_REPO",
+    "slack": "SLACK_BOT_TOKEN and MLCOPILOT_SLACK_CHANNEL (or SLACK_WEBHOOK_URL)",
+    "pagerduty": "MLCOPILOT_PAGERDUTY_ROUTING_KEY",
+    "teams": "MLCOPILOT_TEAMS_WEBHOOK_URL",
+    "webhook": "MLCOPILOT_WEBHOOK_URL and MLCOPILOT_WEBHOOK_SECRET",
+}
+"""What sends each sink's requests (with ``--send``)."""
+_IN_FULL = ("github", "slack")
+"""The sinks whose first message is shown whole: what people read. The others' requests are
+one line each (a Teams card tells what the Slack message tells; PagerDuty's is its summary
+line; the webhook's JSON is for a program, and its file has it whole)."""
 FRAMED = 80
 """The width of the demo's rules off a terminal (a file, a CI log), whose console is unwrapped
 (:data:`mlcopilot.cli.display.UNWRAPPED`): no line is padded to 10,000 columns."""
@@ -134,10 +162,10 @@ def run_demo(
 ) -> list[Preview]:
     """Run the demo in ``home`` (from :func:`prepare_home`): catalog and state from scratch.
 
-    Only the sinks ``notify`` configures are really sent to; pass settings without GitHub
-    and Slack (the default of ``mlcopilot demo``) to only show and save what would be sent.
-    ``targets`` are the repository, label and channel the previews address (default:
-    placeholders).
+    Only the sinks ``notify`` configures are really sent to; pass settings without sinks
+    (the default of ``mlcopilot demo``) to only show and save what would be sent.
+    ``targets`` are the repository, label, channel... the previews address (default:
+    placeholders; never a secret).
 
     Returns:
         The requests previewed (not sent), in the order the sinks made them.
@@ -165,24 +193,34 @@ class _Notifications:
         self.settings = settings
         self.console = console
         self.folder = folder
-        self.sent: list[Preview] = []  # both previews append here, in request order
+        self.sent: list[Preview] = []  # every preview appends here, in request order
+        self.clock = PreviewClock()  # the scan's time: set by sinks()
         url = settings.datahub_url
-        self.github = PreviewGitHub(targets.github, datahub_url=url, sent=self.sent)
-        self.slack = PreviewSlack(targets.slack, datahub_url=url, sent=self.sent)
+        sent, clock = self.sent, self.clock
+        self.previews: list[Sink] = [
+            PreviewGitHub(targets.github, datahub_url=url, sent=sent),
+            PreviewSlack(targets.slack, datahub_url=url, sent=sent),
+            PreviewPagerDuty(targets.pagerduty, datahub_url=url, sent=sent, clock=clock),
+            PreviewTeams(targets.teams, datahub_url=url, sent=sent, clock=clock),
+            PreviewWebhook(targets.webhook, datahub_url=url, sent=sent, clock=clock),
+        ]
         self._shown = 0
+        self._saved = 0
         self._full_shown: set[str] = set()
+        self._hinted: set[str] = set()
         for old in folder.glob(_SAVED) if folder.exists() else ():
             old.unlink()  # an earlier run's requests: only the files a demo saves
 
     @property
     def previewed(self) -> set[str]:
         """The sinks shown rather than sent (no credentials for them)."""
-        return {"github", "slack"} - set(self.settings.sinks)
+        return set(PREVIEW_SINKS) - set(self.settings.sinks)
 
     def sinks(self, when: datetime) -> list[Sink]:
         real = notification_sinks(self.settings, OffsetClock(when))
         names = {s.name for s in real}
-        previews: list[Sink] = [p for p in (self.github, self.slack) if p.name not in names]
+        self.clock.at = when
+        previews = [p for p in self.previews if p.name not in names]
         return [*real, *previews]
 
     def delivery(self, when: datetime) -> Delivery:
@@ -201,30 +239,41 @@ class _Notifications:
                 )
         if not fresh:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        hint = {
-            "github": "to send it: GITHUB_TOKEN, MLCOPILOT_GITHUB_REPO and --send",
-            "slack": "to send it: SLACK_BOT_TOKEN and MLCOPILOT_SLACK_CHANNEL (or "
-            "SLACK_WEBHOOK_URL) and --send",
-        }
         self.console.print()
         self.console.print(
-            f"[bold]What GitHub and Slack would receive[/] ({count(len(fresh), 'request')}, as "
-            f"the sinks render them; saved under {escape(str(self.folder))}):"
+            f"[bold]What {escape(shown.sinks_named([p.sink for p in fresh]))} would receive[/] "
+            f"({count(len(fresh), 'request')}, as the sinks render them; saved under "
+            f"{escape(str(self.folder))}):"
         )
         for preview in fresh:
+            self._saved += 1
+            shown.save(self.folder, self._saved, preview)
+            if preview.sink not in _IN_FULL:
+                self.console.print(f"  [cyan]{preview.sink}[/] {safe(shown.describe(preview))}")
+                continue
             if preview.action == "open":
                 self._show_in_full(preview)
-            number = len(list(self.folder.glob("*.json"))) + 1
-            path = (
-                self.folder / f"{number:03d}-{preview.sink}-{preview.action.replace(' ', '-')}.json"
-            )
-            path.write_text(json.dumps(_as_request(preview), indent=2, ensure_ascii=False) + "\n")
             self.console.print(
                 f"  [cyan]{preview.sink}[/] {escape(preview.request)} ({preview.action}) "
-                f"[dim]— preview: {hint[preview.sink]}[/]"
+                f"[dim]— preview: to send it: {_HINTS[preview.sink]} and --send[/]"
             )
-            self.console.print(f"    {escape(_summary(preview))}")
+            self.console.print(f"    {escape(shown.summary(preview))}")
+        # Said once, under the first of their lines: where the one-line previews come from.
+        others = [
+            s
+            for s in PREVIEW_SINKS
+            if s not in _IN_FULL and s not in self._hinted and any(p.sink == s for p in fresh)
+        ]
+        self._hinted.update(others)
+        if others:
+            how = "; ".join(f"{s}: {_HINTS[s]}" for s in others)
+            self.console.print(f"  [dim]— previews: to send them: {how}; and --send[/]")
+        if "webhook" in others:
+            self.console.print(
+                "  [dim]— the webhook's previews are signed with the placeholder secret "
+                f"{PREVIEW_WEBHOOK_SECRET} (a receiver's check can be tried with it); with "
+                "--send, your secret signs them[/]"
+            )
 
     def _show_in_full(self, preview: Preview) -> None:
         """The first issue body and the first Slack message, whole: what people will read."""
@@ -237,7 +286,7 @@ class _Notifications:
         else:
             title = "Slack message (Block Kit, shown as its text)"
             blocks = preview.payload.get("blocks", [])
-            text = "\n".join(_block_text(b) for b in blocks)
+            text = "\n".join(shown.block_text(b) for b in blocks)
         if self.console.is_terminal:
             self.console.print(Panel(escape(text), title=escape(title), title_align="left"))
             return
@@ -246,33 +295,6 @@ class _Notifications:
         self.console.print(Rule(escape(title), align="left"), width=FRAMED)
         self.console.print(escape(text), soft_wrap=True)
         self.console.print(Rule(), width=FRAMED)
-
-
-def _block_text(block: Mapping[str, object]) -> str:
-    if block.get("type") == "context":
-        elements = block.get("elements")
-        return (
-            " ".join(str(e.get("text", "")) for e in elements) if isinstance(elements, list) else ""
-        )
-    text = block.get("text")
-    return str(text.get("text", "")) if isinstance(text, dict) else ""
-
-
-def _as_request(preview: Preview) -> dict[str, object]:
-    return {"request": preview.request, "json": preview.payload}
-
-
-def _summary(preview: Preview) -> str:
-    payload = preview.payload
-    if preview.sink == "github" and preview.action == "open":
-        body_lines = str(payload["body"]).count("\n") + 1
-        body = f"{count(body_lines, 'line')} of markdown, Mermaid diagram"
-        return f"title: {payload['title']}  (body: {body})"
-    if preview.sink == "github":
-        first = next((x for x in str(payload.get("body", "")).splitlines()[1:] if x.strip()), "")
-        return first or json.dumps(payload)
-    blocks = count(len(payload.get("blocks", [])), "Block Kit block")
-    return f"text: {payload.get('text', '')}  ({blocks})"
 
 
 def _story(

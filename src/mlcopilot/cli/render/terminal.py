@@ -289,9 +289,15 @@ def print_notifications(rows: Sequence[PlannedRow], console: Console, *, dry_run
         return
     verb = "would send" if dry_run else "queued"
     console.print(f"Notifications {verb}:")
+    # One line per group and transition, with every target it goes to (routing).
+    lines: dict[tuple[str, int, str], tuple[str, list[str]]] = {}
     for row in notify:
-        text = headline(decode_notification(row.payload))
-        console.print(f"  - {row.sink} {row.action}: {safe(text)}")
+        key = (row.group_key, row.group_generation, row.action)
+        if key not in lines:
+            lines[key] = (headline(decode_notification(row.payload)), [])
+        lines[key][1].append(row.sink)
+    for (_, _, action), (text, targets) in lines.items():
+        console.print(f"  - {action}: {safe(text)} → {safe(', '.join(targets))}")
 
 
 def print_relay(report: RelayReport, console: Console, *, previewed: Collection[str] = ()) -> None:
