@@ -12,6 +12,7 @@ from datahub.metadata.schema_classes import MetadataChangeEventClass, MetadataCh
 from graphql import GraphQLSchema
 
 from standin.catalog import Catalog
+from standin.incident_support import OLD_INCIDENT_ON
 from standin.index import MAX_RELATIONS, EdgeIndex
 from standin.store import LiteStore
 
@@ -45,6 +46,7 @@ class Backend:
         self.schema = schema
         self.max_relations = MAX_RELATIONS
         self.partial_lineage = False  # GMS errors past maxRelations unless partial results are on
+        self.incident_types = OLD_INCIDENT_ON  # what incidentInfo.entities may name through the API
         for row in self.store.scan_latest():
             self.index.set_aspect(
                 row.urn, row.name, row.value, row.system_metadata.get("lastObserved")

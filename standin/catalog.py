@@ -131,6 +131,9 @@ class Source(Protocol):
     @property
     def partial_lineage(self) -> bool: ...
 
+    @property
+    def incident_types(self) -> frozenset[str]: ...
+
     def write(self, items: Iterable[Any]) -> list[tuple[str, str]]: ...
 
 

@@ -41,6 +41,7 @@ from graphql import (
 from standin import lineage, mutations, search, timeline
 from standin.catalog import Catalog
 from standin.entities import entity, ref
+from standin.incident_support import IncidentNotWritten
 from standin.index import LineageLimitError
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ def _execution_error(err: GraphQLError, errors_out: list[str]) -> Json:
         code, message = original.code, str(original)
     elif isinstance(original, (ValueError, KeyError)):
         code, message = 400, str(original)
-    elif isinstance(original, LineageLimitError):
+    elif isinstance(original, (LineageLimitError, IncidentNotWritten)):
         code, message = 500, str(original)
     elif original is None:
         code, message = 400, err.message

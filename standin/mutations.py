@@ -21,6 +21,7 @@ from datahub.emitter.serialization_helper import post_json_transform
 from standin.catalog import TYPES, Catalog
 from standin.edges import entity_type
 from standin.entities import entity, ref
+from standin.incident_support import IncidentNotWritten, InvalidIncident, check_incident
 
 Json = dict[str, Any]
 
@@ -369,6 +370,7 @@ def m_raiseIncident(ctx: Catalog, input: Json) -> str:
         resources = [input["resourceUrn"], *[r for r in resources if r != input["resourceUrn"]]]
     if not resources:
         raise ValueError("Failed to raise incident: a resourceUrn or resourceUrns is required.")
+    _check_incident(ctx, resources)
     status = input.get("status") or {}
     info: Json = {
         "type": input["type"],
@@ -394,6 +396,14 @@ def m_raiseIncident(ctx: Catalog, input: Json) -> str:
     return urn
 
 
+def _check_incident(ctx: Catalog, resources: list[str]) -> None:
+    """As GMS: the write fails validation and the resolver rethrows it (code 500)."""
+    try:
+        check_incident(resources, ctx.backend.incident_types)
+    except InvalidIncident as exc:
+        raise IncidentNotWritten(f"java.lang.RuntimeException: {exc}") from exc
+
+
 def _incident(ctx: Catalog, urn: str) -> Json:
     info = ctx.aspect(urn, "incidentInfo")
     if info is None:
@@ -413,6 +423,8 @@ def m_updateIncidentStatus(ctx: Catalog, urn: str, input: Json) -> bool:
 
 def m_updateIncident(ctx: Catalog, urn: str, input: Json) -> bool:
     info = _incident(ctx, urn)
+    if input.get("resourceUrns"):
+        _check_incident(ctx, list(input["resourceUrns"]))  # before anything is written
     for key in ("title", "description", "startedAt"):
         if input.get(key) is not None:
             info[key] = input[key]

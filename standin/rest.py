@@ -24,6 +24,7 @@ from standin import gql, timeline
 from standin.backend import Backend
 from standin.catalog import key_aspect_name, key_of
 from standin.edges import entity_type
+from standin.incident_support import InvalidIncident, check_incident
 from standin.patch import apply_patch
 from standin.store import AspectRow
 
@@ -182,15 +183,39 @@ class Api:
         body = req.json() or {}
         try:
             if action == "ingestProposal":
+                self._check_incidents([body["proposal"]])
                 return Response(200, {"value": self._ingest_proposal(body["proposal"])})
             if action == "ingestProposalBatch":
                 proposals = body["proposals"]
+                self._check_incidents(proposals)  # GMS validates the batch, then writes it
                 return Response(200, {"value": [self._ingest_proposal(p) for p in proposals]})
         except AlreadyExistsError as exc:  # GMS: a failed validation is 422, not 400
             return Response(422, {"message": f"Failed to validate: {exc}", "status": 422})
+        except InvalidIncident as exc:  # ValidationException -> 422 (AspectResource)
+            return Response(
+                422,
+                {
+                    "exceptionClass": "com.linkedin.restli.server.RestLiServiceException",
+                    "message": str(exc),
+                    "status": 422,
+                },
+            )
         if action == "getTimeseriesAspectValues":
             return Response(200, {"value": self._timeseries(body)})
         return bad_request(f"Unsupported action {action}")
+
+    def _check_incidents(self, proposals: list[Json]) -> None:
+        """Refuse an ``incidentInfo`` naming an entity type ``IncidentOn`` does not allow."""
+        for proposal in proposals:
+            if proposal.get("aspectName") != "incidentInfo" or proposal.get("changeType") in (
+                "PATCH",
+                "DELETE",
+            ):
+                continue  # a patch is checked once applied (_write_patched)
+            raw = (proposal.get("aspect") or {}).get("value")
+            value = json.loads(raw) if isinstance(raw, str) else raw
+            if isinstance(value, dict):
+                check_incident(value.get("entities"), self.backend.incident_types)
 
     def _ingest_proposal(self, proposal: Json) -> str:
         urn = str(proposal["entityUrn"])
@@ -250,6 +275,8 @@ class Api:
             ) from exc
         if not valid or not valid.validate():
             raise ValueError(f"Patched {name} of {urn} does not fit DataHub's schema: {value}")
+        if name == "incidentInfo":
+            check_incident(value.get("entities"), self.backend.incident_types)
         record: Json = {
             "entityType": entity_type(urn),
             "entityUrn": urn,
@@ -333,7 +360,18 @@ class Api:
         return not_found(f"No resource for {req.method} {req.path}")
 
     def _openapi_write(self, entity_name: str, req: Request) -> Response:
+        try:
+            return self._openapi_write_items(entity_name, req)
+        except InvalidIncident as exc:  # GlobalControllerExceptionHandler: ValidationException
+            return Response(400, {"error": "Validation Error", "message": str(exc)})
+
+    def _openapi_write_items(self, entity_name: str, req: Request) -> Response:
         items = req.json() or []
+        if req.method == "POST":
+            for item in items:
+                envelope = item.get("incidentInfo")
+                if isinstance(envelope, dict) and isinstance(envelope.get("value"), dict):
+                    check_incident(envelope["value"].get("entities"), self.backend.incident_types)
         records: list[Json] = []
         for item in items:
             urn = item["urn"]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from graphql import GraphQLSchema, build_ast_schema, parse
 
+from standin.incident_support import ML_INCIDENTS_SDL
+
 ENV_VAR = "DATAHUB_GRAPHQL_SDL"
 
 # acryl-datahub 1.7's ``get_urns_by_filter`` sends ``SearchFlags.fetchExtraFields``, which the
@@ -45,16 +47,21 @@ def expected_sdl_location() -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _build(folder: Path) -> GraphQLSchema:
+def _build(folder: Path, ml_incidents: bool = False) -> GraphQLSchema:
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.graphql")))
-    return build_ast_schema(parse(text + _LOCAL_EXTENSIONS))
+    extensions = _LOCAL_EXTENSIONS + (ML_INCIDENTS_SDL if ml_incidents else "")
+    return build_ast_schema(parse(text + extensions))
 
 
-def load_schema(folder: Path | None = None) -> GraphQLSchema:
-    """Build (once per folder) the schema DataHub's GMS serves; raises if the SDL is absent."""
+def load_schema(folder: Path | None = None, *, ml_incidents: bool = False) -> GraphQLSchema:
+    """Build (once per folder) the schema DataHub's GMS serves; raises if the SDL is absent.
+
+    ``ml_incidents`` adds the ``incidents`` field DataHub PRs #19112 and #19367 gave MLModel,
+    MLFeature and MLFeatureTable (see :mod:`standin.incident_support`).
+    """
     folder = folder or sdl_path()
     if folder is None:
         raise FileNotFoundError(
             f"DataHub GraphQL SDL not found at {expected_sdl_location()} (set {ENV_VAR})"
         )
-    return _build(folder.resolve())
+    return _build(folder.resolve(), ml_incidents)

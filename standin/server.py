@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from standin import gql
 from standin.backend import Backend
 from standin.faults import Fault, Faults, RecordedRequest, Recorder
+from standin.incident_support import incident_on
 from standin.rest import Api, Request, Response
 from standin.sdl import load_schema
 
@@ -40,17 +41,21 @@ class StandIn:
         token: str | None = None,
         sdl: Path | None = None,
         durable: bool = True,
+        ml_incidents: bool = False,
     ) -> None:
         self.lite_path = Path(lite_path)
         self.version = version
         self.token = token
         self.latency = 0.0
         self.errors: list[str] = []  # tracebacks of resolver failures GMS would hide
+        self._sdl = sdl
         self._backend = Backend(self.lite_path, load_schema(sdl), durable=durable)
         self._faults = Faults()
         self._recorder = Recorder()
         self._commit = uuid.uuid4().hex  # keys the SDK's on-disk schema cache per instance
         self._api = Api(self._backend, self._config(), self.errors)
+        self._ml_incidents = False
+        self.ml_incidents = ml_incidents
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -65,6 +70,7 @@ class StandIn:
         *,
         version: str = DEFAULT_VERSION,
         token: str | None = None,
+        ml_incidents: bool = False,
     ) -> StandIn:
         """Write ``mcps`` (MCPWs, MCEs or file-sink dicts) into a new Lite file in ``workdir``."""
         workdir = Path(workdir)
@@ -72,7 +78,9 @@ class StandIn:
         n = 0
         while (workdir / f"standin-{n}.db").exists():
             n += 1
-        server = cls(workdir / f"standin-{n}.db", version=version, token=token)
+        server = cls(
+            workdir / f"standin-{n}.db", version=version, token=token, ml_incidents=ml_incidents
+        )
         server._backend.write(list(mcps))
         return server
 
@@ -84,6 +92,7 @@ class StandIn:
         version: str = DEFAULT_VERSION,
         token: str | None = None,
         durable: bool = True,
+        ml_incidents: bool = False,
     ) -> StandIn:
         """Serve an existing Lite file; writes through the API land in it.
 
@@ -91,7 +100,9 @@ class StandIn:
         """
         if not Path(path).exists():
             raise FileNotFoundError(path)
-        return cls(Path(path), version=version, token=token, durable=durable)
+        return cls(
+            Path(path), version=version, token=token, durable=durable, ml_incidents=ml_incidents
+        )
 
     def _config(self) -> dict[str, Any]:
         # No "baseUrl": clients take that to mean OSS rather than DataHub Cloud.
@@ -192,6 +203,24 @@ class StandIn:
 
     def clear_faults(self) -> None:
         self._faults.clear()
+
+    @property
+    def ml_incidents(self) -> bool:
+        """Whether this is a DataHub with incidents on ML entities (PRs #19112 and #19367).
+
+        False (the default, as the SDL's DataHub): ``incidentInfo`` naming an ML model, feature
+        or feature table is refused and those types have no GraphQL ``incidents``. True: both
+        as today's DataHub. Settable, to upgrade (or downgrade) the server between requests.
+        """
+        return self._ml_incidents
+
+    @ml_incidents.setter
+    def ml_incidents(self, on: bool) -> None:
+        self._ml_incidents = on
+        self._backend.schema = load_schema(self._sdl, ml_incidents=on)
+        self._backend.incident_types = incident_on(on)
+        self._commit = uuid.uuid4().hex  # another schema: the SDK must not reuse its cache
+        self._api.config = self._config()
 
     def write(self, mcps: Iterable[Any]) -> None:
         """Write metadata directly (as an ingestion would), bypassing HTTP."""

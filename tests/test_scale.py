@@ -204,6 +204,7 @@ def test_an_estate_scan_costs_rounds_not_requests_per_model(tmp_path: Path) -> N
     lite.close()
     requests: dict[str, list[Any]] = {}
     with start_standin(mcps, tmp_path / "standin") as server:
+        server.ml_incidents = True  # today's DataHub: incidents name the model, as in Lite
         catalogs: dict[str, Any] = {
             "datahub": DataHubCatalog(server.url, timeout=10.0, retries=1),
             "mcp": mcp_catalog_for(server),

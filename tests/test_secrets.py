@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr, ValidationError
@@ -175,3 +176,59 @@ def test_allowlisted_urls_pass() -> None:
     assert settings.github is not None
     assert settings.github.api_url.endswith("/api/v3")
     assert NotifySettings.from_env({"GITHUB_TOKEN": GH_CANARY}).github is None  # CI's token alone
+
+
+PD_CANARY = "PDCANARY" + "p" * 24  # PagerDuty's routing keys are 32 characters
+TEAMS_CANARY = "TEAMSCANARY" + "t" * 32
+WEBHOOK_CANARY = "whsec-WEBHOOKCANARY-" + "w" * 24
+
+
+def test_the_new_sinks_secrets_never_appear_anywhere(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """PagerDuty's routing key, the Teams URL's signature and the webhook's secret: in no log
+    line, database, message or event — only where each must go (the key to PagerDuty)."""
+    from testing.fakes.pagerduty import FakePagerDuty
+    from testing.fakes.teams import FakeTeams
+    from testing.fakes.webhook import FakeReceiver
+
+    redact.install()
+    caplog.set_level(logging.DEBUG)
+    for name in ("httpx", "httpcore", "mlcopilot"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    pagerduty = FakePagerDuty(routing_key=PD_CANARY)
+    teams = FakeTeams(sig=TEAMS_CANARY)
+    receiver = FakeReceiver(secret=WEBHOOK_CANARY)
+    with pagerduty.running(), teams.running(), receiver.running():
+        env: dict[str, Any] = {
+            "MLCOPILOT_PAGERDUTY_ROUTING_KEY": PD_CANARY,
+            "MLCOPILOT_PAGERDUTY_URL": pagerduty.url,
+            "MLCOPILOT_TEAMS_WEBHOOK_URL": teams.webhook_url,
+            "MLCOPILOT_WEBHOOK_URL": receiver.endpoint,
+            "MLCOPILOT_WEBHOOK_SECRET": WEBHOOK_CANARY,
+            "MLCOPILOT_GROUP_WAIT": "0",
+        }
+        with world(tmp_path, **env) as w:
+            w.script = {"schema_drift": {CUSTOMERS: [("a", Severity.CRITICAL, "removed")]}}
+            # Failure paths first: each sink refuses or fails once, then delivers.
+            pagerduty.fail("POST", r"/v2/enqueue", 502, {"status": "error"})
+            teams.fail("POST", r"/workflows/.*", 500, {"error": "down"})
+            receiver.fail("POST", receiver.path, 503, {"error": "busy"})
+            w.scan()
+            w.clock.advance(timedelta(hours=1))
+            w.script["schema_drift"][CUSTOMERS].append(("b", Severity.HIGH, "removed"))
+            w.scan()
+            w.clock.advance(timedelta(hours=1))
+            w.script = {}
+            w.scan()
+            captured = capsys.readouterr()
+            text = everything_written(w, tmp_path, caplog, captured.out + captured.err)
+            text += "\n".join(repr(card) for card in teams.cards)
+            text += "\n".join(d.body.decode() + repr(d.headers) for d in receiver.deliveries)
+    assert len(pagerduty.alerts) == 2  # one per incident, both at least high
+    assert teams.cards
+    assert receiver.events
+    for canary in (PD_CANARY, TEAMS_CANARY, WEBHOOK_CANARY, "CANARY"):
+        assert canary not in text, canary

@@ -22,6 +22,7 @@ from mlcopilot.model import (
     CheckOutcome,
     Claimed,
     ColumnUsage,
+    Contact,
     DatasetProfile,
     Delivered,
     Edge,
@@ -46,15 +47,20 @@ from mlcopilot.model import (
 )
 
 ALL_MODELS = "*"
-"""The rescan request that stands for every watched model (the periodic full rescan)."""
+"""The rescan request that stands for every watched model (the periodic full rescan). Whoever
+claims it splits it into batches (:meth:`StateStore.split_rescan`) that every watcher and
+``mlcopilot scan --shared`` on the database then claim."""
+
+BATCH_PREFIX = "*/"
+"""How the key of a full rescan's batch request begins (never an urn, nor :data:`ALL_MODELS`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class RescanRequest:
-    """One model ``mlcopilot watch`` must scan again (coalesced: one per model)."""
+    """One model ``mlcopilot watch`` must scan again (coalesced: one per model), or a batch."""
 
     model: Urn
-    """An mlModel urn, or :data:`ALL_MODELS`."""
+    """An mlModel urn, :data:`ALL_MODELS`, or a batch's key (:data:`BATCH_PREFIX`...)."""
     reason: str
     """What asked for it last (e.g. ``TECHNICAL_SCHEMA REMOVE on urn:li:dataset:...``)."""
     requested_at: datetime
@@ -65,6 +71,28 @@ class RescanRequest:
     claimed_by: str | None = None
     claimed_at: datetime | None = None
     last_error: str | None = None
+    models: tuple[Urn, ...] = ()
+    """A batch of a full rescan: the models it scans (empty for any other request)."""
+    lease_until: datetime | None = None
+    """While claimed: when the claim lapses unless its holder renews it."""
+
+    @property
+    def is_batch(self) -> bool:
+        """Whether this is a batch of a full rescan (:data:`BATCH_PREFIX`)."""
+        return self.model.startswith(BATCH_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class RescanSplit:
+    """What :meth:`StateStore.split_rescan` did."""
+
+    batches: int
+    """Batch requests made: 0 when it joined a full rescan under way, or lost its claim."""
+    under_way: int = 0
+    """The batches, waiting or claimed, of the full rescan under way that it joined."""
+    held: bool = True
+    """False: the caller no longer held the full-rescan request it split (another watcher
+    took it after a lapse), so nothing was done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,7 +402,16 @@ class StateStore(OutboxStore, Protocol):
     def incident_refs(self, sink: SinkName) -> dict[tuple[str, int], SinkRef]:
         """Each incident occurrence's group reference in ``sink``, by ``(id, generation)``.
 
-        Read-only, and whatever the state: acknowledged and resolved incidents included.
+        ``sink`` is a sink's name: every target through it counts (``github:acme/x`` for
+        ``github``). Read-only, and whatever the state: acknowledged and resolved incidents
+        included.
+        """
+        ...
+
+    def incident_targets(self, ids: Sequence[str]) -> dict[tuple[str, int], tuple[SinkName, ...]]:
+        """Where each occurrence of the incidents ``ids`` is told: its group's targets.
+
+        By ``(id, generation)``; occurrences no group holds yet are absent.
         """
         ...
 
@@ -398,12 +435,44 @@ class StateStore(OutboxStore, Protocol):
         ...
 
     def claim_rescans(
-        self, *, owner: str, now: datetime, lease: timedelta, limit: int = 100
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        limit: int = 100,
+        only_batches: bool = False,
     ) -> list[RescanRequest]:
-        """Take up to ``limit`` due requests for ``owner`` until ``now + lease``.
+        """Take due requests for ``owner`` until ``now + lease``.
 
-        Concurrent watchers never take the same row (``FOR UPDATE SKIP LOCKED`` on
-        PostgreSQL); a row whose lease expired (its watcher died) is taken again.
+        Up to ``limit`` requests for models (and :data:`ALL_MODELS`); when none is due, one
+        batch of a full rescan, so that an event's rescan never waits behind a full rescan.
+        ``only_batches``: a batch or nothing (``mlcopilot scan --shared``). Concurrent
+        claimers never take the same row (``FOR UPDATE SKIP LOCKED`` on PostgreSQL); a row
+        whose lease expired (its holder died) is taken again.
+        """
+        ...
+
+    def split_rescan(
+        self,
+        models: Sequence[Urn],
+        *,
+        size: int,
+        reason: str,
+        now: datetime,
+        stale_after: timedelta,
+        owner: str = "",
+        held: Sequence[RescanRequest] = (),
+        again_at: datetime | None = None,
+    ) -> RescanSplit:
+        """Start a full rescan of ``models``: batch requests of ``size`` models, due now.
+
+        In one transaction, and one at a time (concurrent splits wait for each other):
+        ``held``, the :data:`ALL_MODELS` request ``owner`` claimed, is completed (or, with
+        ``again_at``, scheduled then), and nothing else is done if ``owner`` no longer holds
+        it. A full rescan already under way is joined instead of starting another: one with a
+        batch claimed under a live lease, or made less than ``stale_after`` ago and not
+        failing. The leftovers of one no longer under way (every holder died) are replaced.
         """
         ...
 
@@ -501,6 +570,22 @@ class ProfileHistory(Protocol):
 
 
 @runtime_checkable
+class IncidentTargets(Protocol):
+    """A catalog that says which entity types an incident may name (optional).
+
+    DataHub checks ``incidentInfo.entities`` against its ``IncidentOn`` allowlist and rejects
+    the whole write for any other type; it lists an incident on an entity's page only where
+    GraphQL has ``incidents`` for that type. ML models and features are among them since
+    DataHub PR #19112, feature tables since #19367. Without it, the write-back names the
+    affected entity and the model whatever their types.
+    """
+
+    def incident_entity_types(self) -> frozenset[str]:
+        """Entity types (``dataset``, ``mlModel``...) an incident may name; never raises."""
+        ...
+
+
+@runtime_checkable
 class EntityCensus(Protocol):
     """A catalog that can say how many entities of each type it holds (optional).
 
@@ -509,6 +594,25 @@ class EntityCensus(Protocol):
 
     def entity_counts(self) -> Mapping[str, int]:
         """The number of entities of each entity type (``dataset``, ``dataJob``...)."""
+        ...
+
+
+@runtime_checkable
+class OwnerDirectory(Protocol):
+    """A catalog that says how to reach the owners it records (optional).
+
+    DataHub keeps a user's or group's Slack and email on the owner itself
+    (``corpUserEditableInfo``, ``corpGroupEditableInfo``, their ``*Info``), so routing can
+    send an incident to where its model's owners work. Without it, owners are known by urn
+    only.
+    """
+
+    def contacts(self, owners: Sequence[Urn]) -> Mapping[Urn, Contact]:
+        """How to reach each owner the catalog knows (users and groups); unknown ones absent.
+
+        Read in batches, never a request per owner; an urn that is neither a ``corpuser``
+        nor a ``corpGroup`` is absent too.
+        """
         ...
 
 

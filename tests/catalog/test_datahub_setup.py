@@ -90,6 +90,7 @@ def test_doctor_on_a_healthy_server(server: Any) -> None:
         "reachable",
         "version",
         "token",
+        "incidents on ML entities",
         "platform privileges",
         "edit privileges",
         "definitions",

@@ -494,6 +494,7 @@ def test_the_demo_story_finds_and_writes_the_same(servers: Servers, tmp_path: Pa
     files = [read_metadata_file(path)[1] for path in sorted(DEMO_DATA.glob("*.json"))]
     lite = lite_for(tmp_path / "lite.db", files[0])
     server = servers(files[0])
+    server.ml_incidents = True  # today's DataHub: incidents name the model, as in Lite
     stores = {name: open_store(f"sqlite:///{tmp_path / name}-state.db") for name in ("lite", "mcp")}
     checks = load_checks()
     wrote = []

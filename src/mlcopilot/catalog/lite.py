@@ -34,8 +34,10 @@ from mlcopilot.errors import CatalogError
 from mlcopilot.lineage.downstream import downstream_models_of
 from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
+    CONTACT_ASPECTS,
     UPDATE_HISTORY,
     AssertionState,
+    Contact,
     DatasetProfile,
     Edge,
     IncidentSignal,
@@ -44,6 +46,8 @@ from mlcopilot.model import (
     Schema,
     Urn,
     Write,
+    contact_from_aspects,
+    contact_kind,
 )
 from mlcopilot.protocols import ClosedOnExit, WalkLimits
 
@@ -67,6 +71,16 @@ _LATEST_RUNS = (
     "FROM metadata_aspect_v2 WHERE urn GLOB ? AND aspect_name = ? AND version > 0 "
     "AND json_extract(metadata, '$.status') = 'COMPLETE') WHERE newest = 1"
 )
+
+_CONTACT_ROWS = (
+    # Every latest aspect of some owners: any of them means Lite holds the owner (GMS's
+    # notion of existence, the key aspect included), and only the contact aspects' JSON is
+    # returned, without a group's member lists (an identity provider's groups can be huge).
+    "SELECT urn, aspect_name, CASE WHEN aspect_name IN ({names}) "
+    "THEN json_remove(metadata, '$.members', '$.admins', '$.groups') END "
+    "FROM metadata_aspect_v2 WHERE version = 0 AND urn IN ({urns})"
+)
+_CONTACT_NAMES = sorted({name for pair in CONTACT_ASPECTS.values() for name in pair})
 
 _PROFILE_STAMPS = (
     # Every stored profile event of some datasets, dated: the baseline is picked from these.
@@ -145,6 +159,30 @@ class LiteCatalog(ClosedOnExit):
                 entity_type = urn.split(":", 3)[2] if urn.count(":") >= 3 else "other"
                 counts[entity_type] = counts.get(entity_type, 0) + 1
         return counts
+
+    def contacts(self, owners: Sequence[Urn]) -> dict[Urn, Contact]:
+        """How to reach each owner the file holds (:class:`~mlcopilot.protocols.OwnerDirectory`).
+
+        An owner is held when it has any aspect; its contact comes from its
+        ``corp{User,Group}EditableInfo`` and ``corp{User,Group}Info``, read a chunk of owners
+        per query. Urns of no user or group, and owners with no aspect, are absent.
+        """
+        wanted = [urn for urn in dict.fromkeys(owners) if contact_kind(urn) is not None]
+        held: dict[Urn, dict[str, ax.JsonObject]] = {}
+        with self._errors():
+            client = self._handle().sqlite_client
+            for start in range(0, len(wanted), _BATCH):
+                chunk = wanted[start : start + _BATCH]
+                query = _CONTACT_ROWS.format(
+                    names=",".join("?" * len(_CONTACT_NAMES)), urns=",".join("?" * len(chunk))
+                )
+                for urn, name, metadata in client.execute(query, [*_CONTACT_NAMES, *chunk]):
+                    aspects = held.setdefault(urn, {})
+                    value = json.loads(metadata) if metadata is not None else None
+                    if isinstance(value, dict):
+                        aspects[name] = value
+        found = ((urn, contact_from_aspects(urn, held[urn])) for urn in wanted if urn in held)
+        return {urn: contact for urn, contact in found if contact is not None}
 
     def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
         """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""

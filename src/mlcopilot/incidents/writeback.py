@@ -8,7 +8,7 @@ reads the clock: every timestamp comes from the incident itself.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from mlcopilot.model import (
     CheckInfo,
@@ -21,6 +21,7 @@ from mlcopilot.model import (
     Urn,
     Write,
 )
+from mlcopilot.protocols import IncidentTargets
 from mlcopilot.text.names import short_name
 
 OPEN_RISKS_PROPERTY = "urn:li:structuredProperty:io.mlcopilot.openRisks"
@@ -28,6 +29,26 @@ OPEN_RISKS_PROPERTY = "urn:li:structuredProperty:io.mlcopilot.openRisks"
 
 # incidentInfo.priority stores CRITICAL..LOW as 0..3 (IncidentUtils.mapIncidentPriority).
 _PRIORITY = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.MEDIUM: 2, Severity.LOW: 3}
+
+INCIDENTS_ON_EVERY_DATAHUB: frozenset[str] = frozenset(
+    {"dataset", "chart", "dashboard", "dataFlow", "dataJob", "schemaField"}
+)
+"""The entity types every DataHub with incidents accepts in ``incidentInfo.entities``: the
+``IncidentOn`` allowlist of ``IncidentInfo.pdl`` from 2024 (#9710) up to v1.6."""
+
+ML_INCIDENT_TYPES: tuple[str, ...] = ("mlModel", "mlFeature", "mlFeatureTable")
+"""The ML entity types DataHub accepts incidents on and shows them for only recently: models
+and features since PR #19112, feature tables since #19367. An older GMS rejects an incident
+that names one (``is not a valid destination for field path: /entities/*``)."""
+
+
+def incident_types_of(catalog: object) -> frozenset[str] | None:
+    """The entity types an incident may name in ``catalog``; None when it does not say.
+
+    A catalog without :class:`~mlcopilot.protocols.IncidentTargets` gets today's incidents,
+    naming the affected entity and the model whatever their types.
+    """
+    return catalog.incident_entity_types() if isinstance(catalog, IncidentTargets) else None
 
 
 def info_for(check: str, infos: Mapping[str, CheckInfo]) -> CheckInfo:
@@ -51,17 +72,26 @@ def plan_writeback(
     models: Iterable[Urn],
     everything: Sequence[Incident],
     infos: Mapping[str, CheckInfo],
+    incident_types: Collection[str] | None = None,
 ) -> list[Write]:
     """Plan the catalog state for ``incidents`` (latest generations of the scanned ``models``).
 
     ``everything`` is every incident in the store: a tag stays on an entity while any model still
     has an open incident of that kind there, not just the models scanned now. ``infos`` names
     each check's tag, incident type and wording (see :func:`info_for` for a missing one).
+
+    ``incident_types`` are the entity types the catalog accepts in an incident
+    (:func:`incident_types_of`; None: any). Each incident names its affected entity and its
+    model where the catalog accepts them, so the model's page shows its health; an entity it
+    does not accept is left out and named in the description instead, and an incident left
+    naming nothing is not written (its document still is).
     """
     writes: list[Write] = []
     for incident in sorted(incidents, key=lambda i: (i.model, i.id)):
         info = info_for(incident.check, infos)
-        writes.append(_incident_write(incident, info))
+        native = _incident_write(incident, info, incident_types)
+        if native is not None:
+            writes.append(native)
         writes.append(_document_write(incident, info))
     open_kinds = {(i.entity, i.check) for i in everything if i.is_open}
     for entity, check in sorted({(i.entity, i.check) for i in incidents}):
@@ -96,19 +126,38 @@ def _title(incident: Incident) -> str:
     return f"[mlcopilot] {kind} at {where} (model {short_name(incident.model)})"
 
 
-def _incident_write(incident: Incident, info: CheckInfo) -> IncidentWrite:
+def _incident_write(
+    incident: Incident, info: CheckInfo, accepted: Collection[str] | None
+) -> IncidentWrite | None:
+    named = (incident.entity, incident.model)
+    entities = named if accepted is None else tuple(u for u in named if _type(u) in accepted)
+    if not entities:
+        return None
+    # Said only for an entity left out, so the incidents a catalog already holds that name
+    # both compare equal to the plan and are not rewritten.
+    left_out = [
+        f"{label}: {urn}"
+        for label, urn in (("Entity", incident.entity), ("Model", incident.model))
+        if urn not in entities
+    ]
+    context = "\n".join([*left_out, f"Context: {document_urn(incident)}"])
     return IncidentWrite(
         urn=incident_urn(incident),
         incident_type=info.incident_type,
         custom_type=info.custom_incident_type,
         title=_title(incident),
-        description=f"{incident.message}\n\nContext: {document_urn(incident)}",
+        description=f"{incident.message}\n\n{context}",
         priority=_PRIORITY[incident.severity],
-        entities=(incident.entity, incident.model),
+        entities=entities,
         active=incident.is_open,
         created_at=incident.opened_at,
         status_changed_at=incident.resolved_at or incident.opened_at,
     )
+
+
+def _type(urn: Urn) -> str:
+    """``urn:li:<type>:...`` -> ``<type>``."""
+    return urn.split(":", 3)[2] if urn.count(":") >= 3 else ""
 
 
 def _document_write(incident: Incident, info: CheckInfo) -> DocumentWrite:

@@ -46,16 +46,20 @@ from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.datahub import queries as q
 from mlcopilot.catalog.datahub.client import GmsClient
 from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
+from mlcopilot.catalog.datahub.owners import read_contacts
 from mlcopilot.catalog.payloads import as_int, envelope_values, mapping, result_urns, written_at
 from mlcopilot.catalog.urns import NO_LINEAGE, aspects_among, urn_type
 from mlcopilot.errors import CatalogError, CatalogUnavailable
+from mlcopilot.incidents.writeback import INCIDENTS_ON_EVERY_DATAHUB, ML_INCIDENT_TYPES
 from mlcopilot.lineage.downstream import downstream_models_of
 from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
     AssertionState,
+    Contact,
     DatasetProfile,
     Edge,
     IncidentSignal,
+    IncidentWrite,
     Lineage,
     Node,
     Schema,
@@ -171,6 +175,47 @@ class ServerInfo:
     cloud: bool
     documents: bool
     """True when the server has the Document entity (Core ≥ 1.4)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentSupport:
+    """Which ML entity types this DataHub takes incidents on (DataHub PRs #19112, #19367)."""
+
+    ml_types: tuple[str, ...]
+    """Of ``mlModel``, ``mlFeature``, ``mlFeatureTable``: those whose GraphQL type has
+    ``incidents`` (the same PRs put them on ``IncidentOn``, the write allowlist)."""
+    unknown: str | None = None
+    """Why the server could not be asked (then ``ml_types`` is empty); None: it answered."""
+
+    @property
+    def entity_types(self) -> frozenset[str]:
+        """Every entity type an incident may name here."""
+        return INCIDENTS_ON_EVERY_DATAHUB | set(self.ml_types)
+
+
+@dataclass(frozen=True, slots=True)
+class FittedIncidents:
+    """Writes with each incident naming only what the server accepts (``fit_incidents``)."""
+
+    sent: list[Write]
+    """The writes to make: an incident narrowed to the entities the server accepts."""
+    skipped: tuple[IncidentWrite, ...]
+    """Incidents naming nothing the server accepts: not written."""
+    narrowed: dict[int, Write] = field(default_factory=dict)
+    """By the id of each narrowed write in :attr:`sent`, the write it stands for."""
+
+    def reported(self, changed: Sequence[Write]) -> list[Write]:
+        """``changed`` (of :attr:`sent`) as the writes given: what ``apply`` reports."""
+        return [self.narrowed.get(id(w), w) for w in changed]
+
+
+_INCIDENT_FIELDS = """query mlcopilotIncidentTypes {
+  mlModel: __type(name: "MLModel") { fields { name } }
+  mlFeature: __type(name: "MLFeature") { fields { name } }
+  mlFeatureTable: __type(name: "MLFeatureTable") { fields { name } }
+}"""
+"""Introspection of the fields of the GraphQL type of each of
+:data:`~mlcopilot.incidents.writeback.ML_INCIDENT_TYPES` (aliased by its entity type)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +343,8 @@ class DataHubCatalog(ClosedOnExit):
         """Every model's ``training_data`` edges by dataset; read once per reverse walk."""
         self.skipped_writes: tuple[Write, ...] = ()
         """Writes the last :meth:`apply` could not make (documents on a server < 1.4)."""
+        self._incident_support: IncidentSupport | None = None
+        """Which ML entity types take incidents here; asked once per instance."""
 
     @classmethod
     def from_settings(cls, settings: DataHubSettings, **options: Any) -> DataHubCatalog:
@@ -563,6 +610,15 @@ class DataHubCatalog(ClosedOnExit):
         events = self._client.timeseries(urn, ax.PROFILE_ASPECT, limit=1, oldest_first=True)
         return ax.dataset_profile(events[0]) if events else None
 
+    def contacts(self, owners: Sequence[Urn]) -> dict[Urn, Contact]:
+        """How to reach each owner DataHub holds (:class:`~mlcopilot.protocols.OwnerDirectory`).
+
+        GraphQL ``entities(urns:)`` of ``CorpUser`` and ``CorpGroup``, ``batch_size`` owners a
+        query, the batches concurrent (:mod:`~mlcopilot.catalog.datahub.owners`); each call is
+        held to its own deadline and to :meth:`walk_until`'s. Read fresh on every call.
+        """
+        return read_contacts(self._client, owners, batch_size=self._batch_size, run=self._run)
+
     def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
         """Make DataHub hold ``writes``; return those that changed something.
 
@@ -574,14 +630,19 @@ class DataHubCatalog(ClosedOnExit):
         :mod:`mlcopilot.catalog.proposals`); incidents, documents and definitions as UPSERTs
         of deterministic urns — never ``raiseIncident``, which would make a new incident on
         every retry. Documents need DataHub ≥ 1.4; on an older server they
-        are skipped, logged and listed in :attr:`skipped_writes`.
+        are skipped, logged and listed in :attr:`skipped_writes`. An incident naming an entity
+        type this DataHub refuses names the others (:meth:`fit_incidents`), and is reported as
+        given.
         """
         wanted, self.skipped_writes = aspect_writes.gate_documents(writes, self._client, self.label)
-        folded = aspect_writes.fold(wanted, self.write_state(aspect_writes.state_needs(wanted)))
+        fitted = self.fit_incidents(wanted)
+        self.skipped_writes += fitted.skipped
+        sent = fitted.sent
+        folded = aspect_writes.fold(sent, self.write_state(aspect_writes.state_needs(sent)))
         aspect_writes.check_writable(folded.pending)  # a dry run refuses what the real one would
         if folded.pending and not dry_run:
             self._emit(folded.pending, folded.read())
-        return folded.changed
+        return fitted.reported(folded.changed)
 
     def walk_until(self, deadline: float | None) -> None:
         """Start no call to GMS past ``deadline`` and end every one by then (None: no bound).
@@ -618,6 +679,94 @@ class DataHubCatalog(ClosedOnExit):
                         len(info.get("assignees") or []),
                     )
         return found
+
+    def incident_entity_types(self) -> frozenset[str]:
+        """Entity types an incident may name here (:class:`~mlcopilot.protocols.IncidentTargets`).
+
+        Datasets, jobs, flows, charts, dashboards and columns on every DataHub; ML models and
+        features since PR #19112, feature tables since #19367 (see :meth:`incident_support`).
+        """
+        return self.incident_support().entity_types
+
+    def incident_support(self) -> IncidentSupport:
+        """Which ML types take incidents here, asked once (GraphQL introspection).
+
+        An ML type counts where its GraphQL type has ``incidents``: the PRs that added the
+        field also allowed the type in ``incidentInfo.entities``, and before them GMS refuses
+        the write. A server that cannot be asked (introspection off, a failure) counts as
+        taking none, which is said in the log; never raises.
+        """
+        if self._incident_support is None:
+            self._incident_support = self._ask_incident_support()
+        return self._incident_support
+
+    def _ask_incident_support(self) -> IncidentSupport:
+        try:
+            data = self._client.graphql("mlcopilotIncidentTypes", _INCIDENT_FIELDS, {})
+        except CatalogError as exc:  # CatalogUnavailable too: a write-back then says it again
+            log.warning(
+                "%s: cannot tell whether DataHub takes incidents on ML entities (%s); "
+                "incidents name the upstream entity only",
+                self.label,
+                exc,
+            )
+            return IncidentSupport(ml_types=(), unknown=str(exc))
+        found = tuple(
+            name
+            for name in ML_INCIDENT_TYPES
+            if any(
+                isinstance(f, Mapping) and f.get("name") == "incidents"
+                for f in (_object(data.get(name)).get("fields") or [])
+            )
+        )
+        if not found:
+            log.info(
+                "%s: DataHub before PR #19112 takes no incidents on ML entities: incidents "
+                "name the upstream entity only",
+                self.label,
+            )
+        return IncidentSupport(ml_types=found)
+
+    def fit_incidents(self, writes: Sequence[Write]) -> FittedIncidents:
+        """``writes`` with each incident naming only entity types this DataHub accepts.
+
+        GMS refuses a whole write naming another type. The write-back plans for the server
+        (:func:`~mlcopilot.incidents.writeback.plan_writeback`); this keeps a plan made without
+        asking it (a hand resolution, an older outbox row) from failing: an incident names the
+        rest, or is skipped (and logged) when nothing is left. The server is asked only when an
+        incident names a type not every DataHub accepts.
+        """
+        if all(
+            not isinstance(w, IncidentWrite)
+            or all(urn_type(u) in INCIDENTS_ON_EVERY_DATAHUB for u in w.entities)
+            for w in writes
+        ):
+            return FittedIncidents(sent=list(writes), skipped=())
+        accepted = self.incident_entity_types()
+        sent: list[Write] = []
+        narrowed: dict[int, Write] = {}
+        skipped: list[IncidentWrite] = []
+        for write in writes:
+            if not isinstance(write, IncidentWrite):
+                sent.append(write)
+                continue
+            entities = tuple(u for u in write.entities if urn_type(u) in accepted)
+            if entities == write.entities:
+                sent.append(write)
+            elif entities:
+                fitted = replace(write, entities=entities)
+                narrowed[id(fitted)] = write
+                sent.append(fitted)
+            else:
+                skipped.append(write)
+        if skipped:
+            log.warning(
+                "%s: DataHub takes no incident on %s; skipped %d incident write(s)",
+                self.label,
+                ", ".join(sorted({urn_type(u) or u for w in skipped for u in w.entities})),
+                len(skipped),
+            )
+        return FittedIncidents(sent=sent, skipped=tuple(skipped), narrowed=narrowed)
 
     # --- setup and doctor ----------------------------------------------------------------
 

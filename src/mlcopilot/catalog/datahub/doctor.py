@@ -17,6 +17,7 @@ from mlcopilot.catalog.datahub.connection import DataHubSettings, settings_from_
 from mlcopilot.catalog.datahub.setup import definitions
 from mlcopilot.catalog.mcp.catalog import TOOLS_CALLED, McpCatalog, McpOptions
 from mlcopilot.errors import CatalogError, ConfigError
+from mlcopilot.incidents.writeback import ML_INCIDENT_TYPES
 from mlcopilot.settings import Settings
 
 DOCTOR_TIMEOUT = 10.0
@@ -134,6 +135,7 @@ def _steps() -> list[_Step]:
         ("reachable", lambda catalog, _: _reachable(catalog)),
         ("version", lambda catalog, _: _version(catalog)),
         ("token", lambda catalog, _: _token(catalog)),
+        ("incidents on ML entities", lambda catalog, _: _ml_incidents(catalog)),
         ("platform privileges", lambda catalog, _: _platform_privileges(catalog)),
         ("edit privileges", lambda catalog, _: _edit_privileges(catalog)),
         ("definitions", _definitions),
@@ -171,6 +173,40 @@ def _version(catalog: DataHubCatalog) -> DoctorCheck:
 def _token(catalog: DataHubCatalog) -> DoctorCheck:
     user = catalog.whoami().user
     return DoctorCheck("token", True, f"accepted: authenticated as {user or 'an unnamed user'}")
+
+
+def _ml_incidents(catalog: DataHubCatalog) -> DoctorCheck:
+    """Whether the write-back's incidents can name the model (DataHub PRs #19112, #19367)."""
+    name = "incidents on ML entities"
+    support = catalog.incident_support()
+    if support.unknown is not None:
+        return DoctorCheck(
+            name,
+            False,
+            f"cannot tell ({support.unknown}): incidents name the upstream entity only",
+            required=False,
+        )
+    if "mlModel" not in support.ml_types:
+        return DoctorCheck(
+            name,
+            False,
+            "not supported by this GMS (before DataHub PR #19112): incidents name the upstream "
+            "entity only; upgrade GMS to see them on the model",
+            required=False,
+        )
+    missing = [t for t in ML_INCIDENT_TYPES if t not in support.ml_types]
+    gap = (
+        f"; not on {', '.join(missing)} (before DataHub PR #19367): an incident there names "
+        "the model only"
+        if missing
+        else ""
+    )
+    return DoctorCheck(
+        name,
+        True,
+        f"supported ({', '.join(support.ml_types)}): the model's page shows its incidents{gap}",
+        required=False,
+    )
 
 
 def _platform_privileges(catalog: DataHubCatalog) -> DoctorCheck:

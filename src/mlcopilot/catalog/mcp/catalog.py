@@ -362,13 +362,19 @@ class McpCatalog(ClosedOnExit):
     def apply(self, writes: Sequence[Write], *, dry_run: bool = False) -> list[Write]:
         """Make DataHub hold ``writes``; return those that changed something (see the module)."""
         wanted, self.skipped_writes = aspect_writes.gate_documents(writes, self._gms, self.label)
-        plan = self._plan(wanted)
+        fitted = self._sdk.fit_incidents(wanted)  # what GMS accepts in incidentInfo.entities
+        self.skipped_writes += fitted.skipped
+        plan = self._plan(fitted.sent)
         if plan.folded.changed and not dry_run:
             try:
                 self._execute(plan)
             finally:
                 self._forget()
-        return plan.folded.changed
+        return fitted.reported(plan.folded.changed)
+
+    def incident_entity_types(self) -> frozenset[str]:
+        """Entity types an incident may name (:class:`~mlcopilot.protocols.IncidentTargets`)."""
+        return self._sdk.incident_entity_types()
 
     def close(self) -> None:
         """Stop the server (unless it was lent) and release the SDK's connections."""
