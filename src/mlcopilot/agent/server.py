@@ -60,6 +60,7 @@ from mlcopilot.model import (
     IncidentState,
     OutboxStatus,
     Severity,
+    sink_of,
 )
 from mlcopilot.notify.content import entity_url
 from mlcopilot.notify.sinks.config import NotifySettings
@@ -445,15 +446,18 @@ def _sink_links(store: StateStore, incident: Incident) -> tuple[str | None, str 
     slack: str | None = None
     written = False
     document = document_urn(incident)
-    groups: set[tuple[str, int]] = set()
+    # (group, generation, target): the targets routing chose (``slack:C0PAY``...) included.
+    delivered: set[tuple[str, int, str]] = set()
     for item in store.outbox(statuses=[OutboxStatus.DONE], limit=OUTBOX_LOOKBACK):
         if item.sink == "datahub":
             written = written or any(w.get("urn") == document for w in _writes(item))
         elif _has_member(item, incident):
-            groups.add((item.group_key, item.group_generation))
-    for key, generation in sorted(groups):
-        github = github or _ref_text(store.sink_ref(key, generation, "github"))
-        slack = slack or _ref_text(store.sink_ref(key, generation, "slack"))
+            delivered.add((item.group_key, item.group_generation, item.sink))
+    for key, generation, target in sorted(delivered):
+        if sink_of(target) == "github":
+            github = github or _ref_text(store.sink_ref(key, generation, target))
+        elif sink_of(target) == "slack":
+            slack = slack or _ref_text(store.sink_ref(key, generation, target))
     return github, slack, written
 
 
