@@ -67,7 +67,8 @@ test: lint typecheck suite
 # long `mlcopilot --help` and `mlcopilot checks` take to start, and what DataHub's assertions
 # and incidents, learned freshness and classification, and 30 datasetProfiles a dataset add to
 # a scan of 10,000 upstream entities; the downstream walk of a table feeding 1,000 models, the relay's store cost per outbox
-# row, the watcher's event-to-incident and event-to-Slack latencies, and the HTML report's size
+# row, the watcher's event-to-incident and event-to-Slack latencies, the hourly full rescan
+# shared by 1, 2 and 4 watchers, and the HTML report's size
 # and render time (it prints its table for the RESULTS.md section by hand).
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.run
@@ -79,6 +80,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.downstream
 	$(BIN)/python -m benchmarks.relay
 	$(BIN)/python -m benchmarks.watch
+	$(BIN)/python -m benchmarks.rescan
 	$(BIN)/python -m benchmarks.html_report
 
 clean:

@@ -68,6 +68,15 @@ CASES = (
         ("lite", "datahub", "datahub-second", "mcp"),
     ),
     Case("one-100000", Shape.one_model(100_000), 100_000, ("lite",), loader="bulk"),
+    # Issue 27 §2: 10,000 models over 100,000 shared upstream entities through `datahub:`,
+    # a first scan and a second one on its state (bulk-loaded: ingesting would take an hour).
+    Case(
+        "estate-10000x100000",
+        Shape.estate(10_000, 100_000),
+        100_000,
+        ("datahub", "datahub-second"),
+        loader="bulk",
+    ),
 )
 PROFILED = (
     ("one-10000", "lite"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from graphql import GraphQLSchema
 
 from standin.catalog import Catalog
 from standin.incident_support import OLD_INCIDENT_ON
-from standin.index import MAX_RELATIONS, EdgeIndex
+from standin.index import LINEAGE_TTL_S, EdgeIndex, GraphLimits, LineageCache
 from standin.store import LiteStore
 
 Record = MetadataChangeProposalWrapper | MetadataChangeEventClass
@@ -37,6 +38,12 @@ def to_record(item: Any) -> Record:
     raise TypeError(f"Not a metadata record: {type(item).__name__}")
 
 
+SEARCH_LAG_S = 90.0
+"""How long an entity written through the API takes to reach the search index: the MCL
+consumer indexes writes asynchronously, and quickstart v1.5.0.6 was measured at over 90 s
+(datahub issue #18809). Aspect reads, ``relationships`` and the graph walk see it at once."""
+
+
 class Backend:
     """Reads, writes and lineage limits shared by every request of one stand-in."""
 
@@ -44,21 +51,57 @@ class Backend:
         self.store = LiteStore(lite_path, durable=durable)
         self.index = EdgeIndex()
         self.schema = schema
-        self.max_relations = MAX_RELATIONS
-        self.partial_lineage = False  # GMS errors past maxRelations unless partial results are on
+        self.graph = GraphLimits()  # elasticsearch.search.graph.*: relation cap, timeout
+        self.lineage_cache = LineageCache()
+        self.lineage_ttl_s = LINEAGE_TTL_S
+        self.search_lag_s = SEARCH_LAG_S
+        self.clock_offset_s = 0.0  # added to the wall clock: the stand-in's own time
         self.incident_types = OLD_INCIDENT_ON  # what incidentInfo.entities may name through the API
         for row in self.store.scan_latest():
             self.index.set_aspect(
                 row.urn, row.name, row.value, row.system_metadata.get("lastObserved")
             )
 
+    # GMS's impact-analysis limits, by the names the stand-in has always had for them.
+    @property
+    def max_relations(self) -> int:
+        return self.graph.max_relations
+
+    @max_relations.setter
+    def max_relations(self, value: int) -> None:
+        self.graph.max_relations = value
+
+    @property
+    def partial_lineage(self) -> bool:
+        """``impact.partialResults``: GMS errors past a limit unless partial results are on."""
+        return self.graph.partial
+
+    @partial_lineage.setter
+    def partial_lineage(self, value: bool) -> None:
+        self.graph.partial = value
+
+    def now(self) -> float:
+        """The stand-in's clock (epoch seconds): the wall clock plus ``clock_offset_s``."""
+        return time.time() + self.clock_offset_s
+
     def catalog(self, actor: str) -> Catalog:
         return Catalog(self, actor)
 
-    def write(self, items: Iterable[Any]) -> list[tuple[str, str]]:
-        """Write records into Lite (new versions) and update the index for what changed."""
+    def write(self, items: Iterable[Any], *, settled: bool = False) -> list[tuple[str, str]]:
+        """Write records into Lite (new versions) and update the index for what changed.
+
+        An entity written for the first time reaches the search index ``search_lag_s`` later;
+        ``settled=True`` writes as an ingestion that finished long ago (searchable at once).
+        """
         touched = self.store.write(to_record(i) for i in items)
+        # The index has not seen this write yet: what it does not hold is new.
+        new = set() if settled else {u for u, _ in touched if not self.index.exists(u)}
         self._reindex(touched)
+        if new and self.search_lag_s > 0:
+            until = self.now() + self.search_lag_s
+            for urn in sorted(new):
+                if self.index.exists(urn):
+                    self.index.hold_from_search(urn, until)
         return touched
 
     def delete(self, urn: str, aspect: str | None = None) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from datahub.metadata.urns import Urn
 
 from standin.edges import entity_type
-from standin.index import EdgeIndex
+from standin.index import EdgeIndex, GraphLimits, LineageCache
 from standin.store import AspectRow, LiteStore
 
 # entity type (as in urns) -> (GraphQL __typename, EntityType enum value)
@@ -126,10 +126,15 @@ class Source(Protocol):
     def index(self) -> EdgeIndex: ...
 
     @property
-    def max_relations(self) -> int: ...
+    def graph(self) -> GraphLimits: ...
 
     @property
-    def partial_lineage(self) -> bool: ...
+    def lineage_cache(self) -> LineageCache: ...
+
+    @property
+    def lineage_ttl_s(self) -> float: ...
+
+    def now(self) -> float: ...
 
     @property
     def incident_types(self) -> frozenset[str]: ...
@@ -157,6 +162,10 @@ class Catalog:
 
     def exists(self, urn: str) -> bool:
         return self.index.exists(urn)
+
+    def searchable(self, urn: str) -> bool:
+        """Whether the search index has ``urn`` yet (it lags first writes; see Backend)."""
+        return self.index.searchable(urn, self.backend.now())
 
     def write(self, mcps: list[Any]) -> None:
         """Write through the backend and forget what this request cached for those urns."""

@@ -1,7 +1,8 @@
-"""Request recording and fault injection for the stand-in."""
+"""Request recording, fault injection and GMS's rate limiting for the stand-in."""
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,69 @@ class Faults:
                             self.rules.remove(fault)
                     return fault
         return None
+
+
+RATE_LIMIT_EXCLUDED = ("/health", "/health/live", "/actuator/prometheus")
+"""``rateLimits.excludedPaths`` (GMS also excludes ``/openapi/v1/rate-limits/**``)."""
+
+
+@dataclass
+class RateLimit:
+    """A GMS token bucket (``datahub.gms.rateLimits.scoped``, Bucket4j), on the stand-in's clock.
+
+    ``capacity`` requests, refilled continuously at ``refill_tokens`` per ``period_s``. With
+    ``resolver`` set it is a heavy-resolver bucket (``scoped.heavyResolvers.<resolver>``: only
+    GraphQL requests with that top-level field take from it), else the actor's bucket
+    (``scoped.actor``: every request but the excluded paths). A request that finds it empty is
+    answered as GMS answers: HTTP 429, ``{"error": "Rate limit exceeded"}``, and the headers
+    ``Retry-After`` (seconds: the wait for a token, at least ``min_retry_after_s``; GMS adds up
+    to 10% jitter, the stand-in none), ``X-DataHub-RateLimit-Rule``, ``-Type: endpoint`` and
+    ``-Source`` (``graphql-gate`` for GraphQL, ``servlet-filter`` otherwise).
+    """
+
+    capacity: float
+    refill_tokens: float
+    period_s: float = 60.0
+    resolver: str | None = None
+    min_retry_after_s: int = 60  # rateLimits.minRetryAfterSeconds
+    denied: int = 0
+    tokens: float = field(init=False)
+    _updated: float | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        self.tokens = self.capacity
+
+    @property
+    def rule(self) -> str:
+        return f"scoped:op:{self.resolver}" if self.resolver else "scoped:actor"
+
+    def applies(self, path: str, root_fields: tuple[str, ...]) -> bool:
+        if any(path == p or path.startswith(p + "/") for p in RATE_LIMIT_EXCLUDED):
+            return False
+        return self.resolver is None or self.resolver in root_fields
+
+    def take(self, now: float) -> int | None:
+        """Take a token: None when there was one, else the ``Retry-After`` in seconds."""
+        with self._lock:
+            if self._updated is not None:
+                rate = self.refill_tokens / self.period_s
+                self.tokens = min(self.capacity, self.tokens + (now - self._updated) * rate)
+            self._updated = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return None
+            self.denied += 1
+            wait = (1 - self.tokens) * self.period_s / max(self.refill_tokens, 1e-9)
+            return max(self.min_retry_after_s, math.ceil(wait))
+
+    def headers(self, retry_after: int, *, graphql: bool) -> dict[str, str]:
+        return {
+            "X-DataHub-RateLimit-Source": "graphql-gate" if graphql else "servlet-filter",
+            "X-DataHub-RateLimit-Rule": self.rule,
+            "X-DataHub-RateLimit-Type": "endpoint",
+            "Retry-After": str(retry_after),
+        }
 
 
 @dataclass

@@ -2,10 +2,15 @@
 ``Entity.lineage`` (one hop) and ``Entity.relationships``, following GMS's
 ``LineageSearchService`` and ``EntityLineageResultResolver``. Results name entities by urn;
 :mod:`standin.gql` makes the GraphQL objects.
+
+Lineage search is two phases, as in GMS: a walk of the graph index (current at once, bounded
+by ``elasticsearch.search.graph.*``, cached unless ``searchFlags.skipCache``), then the walk's
+entities filtered and hydrated through the entity search index, which lags first writes.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from standin import search
@@ -17,6 +22,7 @@ from standin.index import (
     UPSTREAM,
     VISUALIZATION_MAX_HOPS,
     Hop,
+    LineageWalk,
 )
 
 Json = dict[str, Any]
@@ -100,6 +106,65 @@ def _path_objects(paths: list[list[str]]) -> list[Json]:
     return [{"path": list(path)} for path in paths]
 
 
+def _frozen(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _cached_walk(
+    ctx: Catalog,
+    input: Json,
+    *,
+    scroll: bool,
+    urn: str,
+    direction: str,
+    hops: int,
+    visualization: bool,
+) -> LineageWalk:
+    """The graph walk, from GMS's lineage cache unless ``searchFlags.skipCache`` is set.
+
+    A hit is served as cached: edges written since are not in it. An entry expires
+    ``cache.ttl_s`` after it was written (GMS's Caffeine ``expireAfterWrite``,
+    ``CACHE_TTL_SECONDS``, 600 s by default). A hit older than ``lineage_ttl_s`` (a day) is
+    still served; ``searchAcrossLineage`` then refills it in the background, which in GMS
+    stores a value the next read cannot use, so the next request walks afresh;
+    ``scrollAcrossLineage`` only logs.
+    """
+    flags = input.get("searchFlags") or {}
+    lineage_flags = input.get("lineageFlags") or {}
+    cache = ctx.backend.lineage_cache
+    use_cache = cache.enabled and not flags.get("skipCache")
+    key = (
+        # searchAcrossLineage keys its walk by the flags after applying its defaults,
+        # scrollAcrossLineage by the flags as given: the two rarely share an entry.
+        "scroll" if scroll else "search",
+        urn,
+        direction,
+        hops,
+        lineage_flags.get("entitiesExploredPerHopLimit"),
+        _frozen({k: v for k, v in flags.items() if k != "skipCache"}),
+        _frozen(lineage_flags),
+    )
+    now = ctx.backend.now()
+    if use_cache:
+        hit = cache.get(key, now)
+        if hit is not None:
+            if not scroll and now - hit.stored_at > ctx.backend.lineage_ttl_s:
+                cache.drop(key)  # the background refill: the next request walks afresh
+            return hit.walk
+    walk = ctx.index.walk(
+        urn,
+        direction,
+        max_hops=hops,
+        explore_limit=lineage_flags.get("entitiesExploredPerHopLimit"),
+        ignore_as_hop=_ignore_predicate(lineage_flags),
+        limits=ctx.backend.graph,
+        visualization=visualization,
+    )
+    if use_cache:
+        cache.put(key, walk, now)
+    return walk
+
+
 def search_lineage(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
     """``searchAcrossLineage`` (offset paging) or ``scrollAcrossLineage`` (cursor paging)."""
     urn = input.get("urn") or ""
@@ -108,18 +173,18 @@ def search_lineage(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
     flags = input.get("searchFlags") or {}
     lineage_flags = input.get("lineageFlags") or {}
     explore_limit = lineage_flags.get("entitiesExploredPerHopLimit")
-    ignore = _ignore_predicate(lineage_flags)
+    visualization = explore_limit is not None or bool(lineage_flags.get("ignoreAsHops"))
     hops = max_hops(clauses) or MAX_HOPS
-    if explore_limit is not None or ignore is not None:  # "visualization mode"
+    if visualization:
         hops = min(hops, VISUALIZATION_MAX_HOPS)
-    walk = ctx.index.walk(
-        urn,
-        direction,
-        max_hops=hops,
-        explore_limit=explore_limit,
-        ignore_as_hop=ignore,
-        max_relations=ctx.backend.max_relations,
-        allow_partial=ctx.backend.partial_lineage,
+    walk = _cached_walk(
+        ctx,
+        input,
+        scroll=scroll,
+        urn=urn,
+        direction=direction,
+        hops=hops,
+        visualization=visualization,
     )
     found = _group(walk.hops) if _groups_schema_fields(flags) else walk.hops
     types = {to_entity_type(t) for t in input.get("types") or []}
@@ -138,15 +203,18 @@ def search_lineage(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
     )
     if lightning:
         # GMS answers big unfiltered walks straight from the graph, in walk order, without
-        # consulting the search index: ghost and soft-deleted entities are included then.
+        # consulting the search index: ghost, soft-deleted and not yet indexed entities are
+        # included then.
         hits = [h for h in found if search.matches_filters(ctx, h.urn, clauses, skip={DEGREE})]
     else:
+        # The "tortoise" path hydrates through the search index: an entity it has no
+        # document for yet (written less than the index's lag ago) is not a result.
         include_deleted = bool(flags.get("includeSoftDeleted"))
         hits = sorted(
             (
                 h
                 for h in found
-                if ctx.exists(h.urn)
+                if ctx.searchable(h.urn)
                 and (include_deleted or not ctx.index.is_removed(h.urn))
                 and search.matches_filters(ctx, h.urn, clauses, skip={DEGREE, "degree.keyword"})
                 and search.matches_query(ctx, h.urn, query)
@@ -174,7 +242,9 @@ def search_lineage(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
         "total": len(hits),
         "searchResults": results,
         "facets": _facets(ctx, hits, flags),
-        "freshness": {"cached": False, "systemFreshness": []},
+        # GMS computes FreshnessStats (cached, LineageGraphCache time) but never sets them on
+        # the result: a cached answer cannot be told from a fresh one.
+        "freshness": None,
         "isPartial": walk.partial,
     }
     if scroll:

@@ -280,7 +280,8 @@ def search_entities(ctx: Catalog, input: Json, *, scroll: bool) -> Json:
     hits = [
         urn
         for urn in ctx.index.urns(types)
-        if (flags.get("includeSoftDeleted") or not ctx.index.is_removed(urn))
+        if ctx.searchable(urn)  # the index has not caught up with an entity written just now
+        and (flags.get("includeSoftDeleted") or not ctx.index.is_removed(urn))
         and matches_filters(ctx, urn, clauses)
         and matches_query(ctx, urn, input.get("query"))
     ]

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from standin import gql
 from standin.backend import Backend
-from standin.faults import Fault, Faults, RecordedRequest, Recorder
+from standin.faults import Fault, Faults, RateLimit, RecordedRequest, Recorder
 from standin.incident_support import incident_on
 from standin.rest import Api, Request, Response
 from standin.sdl import load_schema
@@ -51,6 +51,7 @@ class StandIn:
         self._sdl = sdl
         self._backend = Backend(self.lite_path, load_schema(sdl), durable=durable)
         self._faults = Faults()
+        self._rate_limits: list[RateLimit] = []
         self._recorder = Recorder()
         self._commit = uuid.uuid4().hex  # keys the SDK's on-disk schema cache per instance
         self._api = Api(self._backend, self._config(), self.errors)
@@ -81,7 +82,7 @@ class StandIn:
         server = cls(
             workdir / f"standin-{n}.db", version=version, token=token, ml_incidents=ml_incidents
         )
-        server._backend.write(list(mcps))
+        server._backend.write(list(mcps), settled=True)  # indexed long before any request
         return server
 
     @classmethod
@@ -204,6 +205,42 @@ class StandIn:
     def clear_faults(self) -> None:
         self._faults.clear()
 
+    def rate_limit(
+        self,
+        capacity: float,
+        *,
+        refill_tokens: float | None = None,
+        period_s: float = 60.0,
+        resolver: str | None = None,
+        min_retry_after_s: int = 60,
+    ) -> RateLimit:
+        """Turn on a GMS rate limit (:class:`~standin.faults.RateLimit`): a token bucket of
+        ``capacity`` requests refilled by ``refill_tokens`` (default ``capacity``) every
+        ``period_s``, for every request or only GraphQL requests of one top-level
+        ``resolver`` (a heavy-resolver bucket). Off by default, as in GMS."""
+        limit = RateLimit(
+            capacity,
+            capacity if refill_tokens is None else refill_tokens,
+            period_s,
+            resolver,
+            min_retry_after_s,
+        )
+        self._rate_limits.append(limit)
+        return limit
+
+    def clear_rate_limits(self) -> None:
+        self._rate_limits.clear()
+
+    def now(self) -> float:
+        """The stand-in's clock (epoch seconds): what its caches, search lag and rate limits
+        measure time by."""
+        return self._backend.now()
+
+    def advance(self, seconds: float) -> None:
+        """Move the stand-in's clock forward (its caches age, its search index catches up,
+        its rate-limit buckets refill) without waiting."""
+        self._backend.clock_offset_s += seconds
+
     @property
     def ml_incidents(self) -> bool:
         """Whether this is a DataHub with incidents on ML entities (PRs #19112 and #19367).
@@ -222,9 +259,13 @@ class StandIn:
         self._commit = uuid.uuid4().hex  # another schema: the SDK must not reuse its cache
         self._api.config = self._config()
 
-    def write(self, mcps: Iterable[Any]) -> None:
-        """Write metadata directly (as an ingestion would), bypassing HTTP."""
-        self._backend.write(list(mcps))
+    def write(self, mcps: Iterable[Any], *, settled: bool = True) -> None:
+        """Write metadata directly (as an ingestion would), bypassing HTTP.
+
+        ``settled=True``: as an ingestion that finished long ago (searchable at once);
+        ``False``: written just now, so the search index lags it as it lags API writes.
+        """
+        self._backend.write(list(mcps), settled=settled)
 
     @property
     def backend(self) -> Backend:
@@ -319,6 +360,9 @@ class _Handler(BaseHTTPRequestHandler):
                     return Response(fault.status, {"message": fault.body, "status": fault.status})
             message = f"Injected HTTP {fault.status} by the DataHub stand-in"
             return Response(fault.status, {"message": message, "status": fault.status})
+        limited = self._rate_limited(req, op)
+        if limited is not None:
+            return limited
         try:
             return server._api.dispatch(req, op, ACTOR)
         except (ValueError, KeyError, TypeError) as exc:
@@ -333,6 +377,20 @@ class _Handler(BaseHTTPRequestHandler):
                     "status": 500,
                 },
             )
+
+    def _rate_limited(self, req: Request, op: gql.Operation | None) -> Response | None:
+        """GMS's 429 when a rate-limit bucket this request takes from is empty."""
+        server = self.standin
+        roots = op.root_fields if op is not None else ()
+        now = server.now()
+        for limit in list(server._rate_limits):
+            if not limit.applies(req.path, roots):
+                continue
+            retry_after = limit.take(now)
+            if retry_after is not None:
+                headers = limit.headers(retry_after, graphql=op is not None)
+                return Response(429, {"error": "Rate limit exceeded"}, headers)
+        return None
 
     def _record(
         self,

@@ -398,9 +398,7 @@ def corp_group(
     return _mcps(f"urn:li:corpGroup:{name}", [info, editable], None)
 
 
-def corp_user(
-    name: str, *, display_name: str | None = None, slack: str | None = None
-) -> MCPs:
+def corp_user(name: str, *, display_name: str | None = None, slack: str | None = None) -> MCPs:
     """A person as DataHub keeps them: ``corpUserInfo`` and ``corpUserEditableInfo``."""
     info = sc.CorpUserInfoClass(active=True, displayName=display_name, fullName=display_name)
     editable = sc.CorpUserEditableInfoClass(slack=slack, displayName=display_name)

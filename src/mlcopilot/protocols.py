@@ -338,10 +338,12 @@ class StateStore(OutboxStore, Protocol):
         include_resolved: bool = True,
         models: Sequence[Urn] | None = None,
         entities: Sequence[Urn] | None = None,
+        other_than: Sequence[Urn] = (),
     ) -> list[Incident]:
         """The latest generation of every incident, newest first (optionally filtered).
 
-        ``models``: of these models; ``entities``: on these entities (not both).
+        ``models``: of these models; ``entities``: on these entities (not both);
+        ``other_than``: leaving out these models' incidents.
         """
         ...
 

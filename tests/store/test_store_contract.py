@@ -99,7 +99,7 @@ def test_open_creates_the_schema_at_head(store: SqlStore, raw: Engine) -> None:
         "incidents",
     }
     with raw.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_heads() == ("0005",)
+        assert MigrationContext.configure(conn).get_current_heads() == ("0006",)
         # the tables the migrations built are exactly the ones the queries are written against
         diff = compare_metadata(MigrationContext.configure(conn), tables.metadata)
     assert diff == []
@@ -621,3 +621,49 @@ def test_incidents_of_models_or_on_entities(store: SqlStore) -> None:
     assert store.incidents(models=[]) == []
     with pytest.raises(ValueError, match="not both"):
         store.incidents(models=[MODEL], entities=[DS])
+
+
+def test_incidents_other_than_some_models(store: SqlStore) -> None:
+    churn_ds = finding(model=MODEL, entity=DS)
+    churn_ds2 = finding(model=MODEL, entity=DS2)
+    ltv_ds = finding(model=OTHER_MODEL, entity=DS)
+    scan(store, [churn_ds, churn_ds2, ltv_ds], T0)
+
+    def ids(incidents: list[Incident]) -> list[str]:
+        return sorted(i.id for i in incidents)
+
+    on_both = store.incidents(entities=[DS, DS2], include_resolved=False)
+    assert ids(store.incidents(entities=[DS, DS2], other_than=[MODEL])) == [ltv_ds.id]
+    assert store.incidents(entities=[DS, DS2], other_than=[MODEL, OTHER_MODEL]) == []
+    # Naming no model, or models without incidents there, leaves the answer as it was.
+    assert store.incidents(entities=[DS, DS2], include_resolved=False, other_than=()) == on_both
+    assert store.incidents(entities=[DS, DS2], other_than=["urn:li:mlModel:nope"]) == on_both
+    # Past one IN list of entities and of kept ids: the same answer.
+    many = [f"urn:li:dataset:(urn:li:dataPlatform:hive,t{n},PROD)" for n in range(1200)]
+    assert store.incidents(entities=[*many, DS, DS2], other_than=[MODEL]) == [
+        i for i in on_both if i.model == OTHER_MODEL
+    ]
+
+
+def test_baselines_of_share_one_schema_per_stored_text(store: SqlStore) -> None:
+    """Models trained on one dataset store its schema once each; it is read back as one."""
+    same = Schema(fields=ODD_FIELDS)
+    other = Schema(fields=(SchemaField(path="id", type="NUMBER"),))
+    store.save_baselines(
+        [
+            Baseline(MODEL, DS, same, "history", T0),
+            Baseline(OTHER_MODEL, DS, Schema(fields=ODD_FIELDS), "first_scan", T1),
+            Baseline(OTHER_MODEL, DS2, other, "accepted", T1),
+        ]
+    )
+    found = store.baselines_of([MODEL, OTHER_MODEL])
+    assert found == {
+        MODEL: [Baseline(MODEL, DS, same, "history", T0)],
+        OTHER_MODEL: [
+            Baseline(OTHER_MODEL, DS, same, "first_scan", T1),
+            Baseline(OTHER_MODEL, DS2, other, "accepted", T1),
+        ],
+    }
+    assert found[MODEL][0].schema is found[OTHER_MODEL][0].schema
+    assert found[OTHER_MODEL][1].schema is not found[MODEL][0].schema
+    assert found == {m: store.baselines(m) for m in (MODEL, OTHER_MODEL)}

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from avro import schema as avro_schema
 from avrogen.avrojson import AvroJsonConverter
 from avrogen.dict_wrapper import DictWrapper
@@ -42,15 +44,75 @@ def normalise(cls: type[DictWrapper], payload: Any) -> dict[str, Any]:
     Raises:
         NotFast: when the payload is invalid or uses a form this module does not handle.
     """
-    check = _COMPILED.get(cls)
-    if check is None:
-        converter = cls._get_json_converter()
-        check = _COMPILED[cls] = _Compiler(converter).compile(cls.RECORD_SCHEMA, within_array=False)
-    result: dict[str, Any] = check(payload)
+    result: dict[str, Any] = _compiled(cls).check(payload)
     return result
 
 
-_COMPILED: dict[type[DictWrapper], _Normalise] = {}
+def dumps(cls: type[DictWrapper], value: dict[str, Any]) -> str:
+    """``json.dumps(value)`` (the text Lite stores) of a ``cls`` value in the SDK's JSON form.
+
+    ``value`` is what :func:`normalise` (or the SDK's ``to_obj``) made of a payload: msgspec
+    encodes it and formats the text with ``json.dumps``'s separators, four times faster. The
+    two write the same text for ASCII without DEL (every other ASCII character is escaped
+    alike; msgspec writes the rest as UTF-8) and for floats not written in a notation of
+    msgspec's own (:func:`_floats_as_repr`); for anything else, ``json.dumps`` writes it.
+    """
+    try:
+        encoded = _FORMAT(_ENCODE(value), indent=0)
+    except (msgspec.MsgspecError, OverflowError, TypeError, ValueError):
+        return json.dumps(value)  # a lone surrogate (from a "value" text aspect), say
+    if (
+        encoded.isascii()
+        and b"\x7f" not in encoded
+        and (_compiled(cls).float_free or _floats_as_repr(encoded))
+    ):
+        return encoded.decode("ascii")
+    return json.dumps(value)
+
+
+def _floats_as_repr(encoded: bytes) -> bool:
+    """Whether msgspec wrote every float of ``encoded`` as ``json.dumps`` would (``repr``).
+
+    Both write the shortest digits that read back as the same float; msgspec differs in
+    writing exponents (``1e16``, not ``1e+16``), numbers in [1e-5, 1e-4) without one
+    (``0.00001``, not ``1e-05``) and NaN and infinities as ``null``. Text with no digit
+    followed by an ``e``, no ``0.0000`` and no ``null`` value has none of those (strings can
+    make this answer no where nothing differs: ``json.dumps`` then writes the text).
+    """
+    return (
+        b"0.0000" not in encoded
+        and b"0e" not in encoded.translate(_DIGITS_AND_E)
+        and b": null" not in encoded
+        and b"[null" not in encoded
+        and b", null" not in encoded
+    )
+
+
+_ENCODE = msgspec.json.Encoder().encode
+_FORMAT = msgspec.json.format
+_DIGITS_AND_E = bytes(
+    0x30 if 0x30 <= byte <= 0x39 else 0x65 if byte in b"eE" else 0x20 for byte in range(256)
+)
+"""``bytes.translate`` table: ASCII digits to ``0``, ``e`` and ``E`` to ``e``, others to spaces."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    check: _Normalise
+    float_free: bool
+    """No ``float`` or ``double`` in the schema: no value of the class holds a float."""
+
+
+def _compiled(cls: type[DictWrapper]) -> _Compiled:
+    compiled = _COMPILED.get(cls)
+    if compiled is None:
+        compiler = _Compiler(cls._get_json_converter())
+        check = compiler.compile(cls.RECORD_SCHEMA, within_array=False)
+        compiled = _COMPILED[cls] = _Compiled(check, float_free=not compiler.floats)
+    return compiled
+
+
+_COMPILED: dict[type[DictWrapper], _Compiled] = {}
 """One compiled check per class (a few hundred classes at most), built on first use."""
 
 
@@ -58,9 +120,13 @@ class _Compiler:
     def __init__(self, converter: AvroJsonConverter) -> None:
         self._converter: Any = converter  # avrogen is untyped
         self._records: dict[str, _Normalise] = {}
+        self.floats = False
+        """Whether a ``float`` or ``double`` was compiled (every type a value can hold is)."""
 
     def compile(self, schema: Any, *, within_array: bool) -> _Normalise:
         kind = schema.type
+        if kind in ("float", "double"):
+            self.floats = True
         if kind == "record":
             return self._record(schema)
         if kind == "union":

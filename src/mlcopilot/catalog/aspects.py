@@ -20,7 +20,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from avro.errors import AvroException
 from datahub.emitter.aspect import ASPECT_MAP
@@ -146,6 +146,11 @@ _TYPE_NAMES: dict[str, str] = {}
 _NO_EDIT: JsonObject = {}  # read only: the edits of a field nobody edited
 _RESERVED = frozenset(RESERVED_CHARS)
 _DATASET_PREFIX = "urn:li:dataset:("
+
+
+def _mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, a JSON object's ``dict`` answered without the ABC."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -307,6 +312,11 @@ def _shared_field(path: str, type_name: str, native_type: str, position: int) ->
     )
 
 
+plain_field = _shared_field
+"""``plain_field(path, type, native_type, position)``: a field with no description, tags or
+terms, the one object every equal field shares (what :func:`schema_from_aspects` builds)."""
+
+
 def annotated_columns(aspects: Aspects) -> tuple[SchemaField, ...]:
     """Of a dataset without ``schemaMetadata``: the columns ``editableSchemaMetadata`` annotates.
 
@@ -338,11 +348,12 @@ def annotated_columns(aspects: Aspects) -> tuple[SchemaField, ...]:
 
 def edges_from_aspects(urn: Urn, aspects: Aspects) -> list[Edge]:
     """The upstream edges an entity's own aspects declare (``urn`` is the downstream end)."""
-    edges = (
+    # Distinct (kind, target) pairs are distinct edges (all end at ``urn``): deduplicated as
+    # tuples, before the edges are made.
+    return [
         Edge(downstream=urn, upstream=target, kind=kind)
-        for kind, target in _targets(aspects, _OWN_EDGES)
-    )
-    return _unique(edges)
+        for kind, target in dict.fromkeys(_targets(aspects, _OWN_EDGES))
+    ]
 
 
 def reverse_edges_from_aspects(urn: Urn, aspects: Aspects) -> list[Edge]:
@@ -376,19 +387,24 @@ def column_lineage(urn: Urn, upstream_lineage: JsonObject | None) -> tuple[Colum
     # A downstream field of this dataset is exactly an urn starting with ``own`` (the
     # schemaField urn splits at its last comma, and a field path holds no comma): no parsing.
     own = f"{_SCHEMA_FIELD_PREFIX}({urn},"
+    start = len(own)
     own_valid = _parent_urn(urn) is not None
     edges: dict[tuple[Urn, str, str], ColumnEdge] = {}
-    for entry in entries:
-        paths = [
-            _field_path(down[len(own) : -1])
-            for down in entry.get("downstreams") or []
-            if own_valid and isinstance(down, str) and down.startswith(own) and down[-1] == ")"
-        ]
-        downs = [d for d in paths if d is not None]
+    field_path, schema_field = _field_path, _schema_field
+    for entry in entries:  # a dataset has one per column: kept to plain loops
+        downstreams = entry.get("downstreams")
+        if not (own_valid and downstreams):
+            continue
+        downs: list[str] = []
+        for down in downstreams:
+            if isinstance(down, str) and down.startswith(own) and down[-1] == ")":
+                path = field_path(down[start:-1])
+                if path is not None:
+                    downs.append(path)
         if not downs:
             continue
-        for up in entry.get("upstreams") or []:
-            field = _upstream_field(up)
+        for up in entry.get("upstreams") or ():
+            field = schema_field(up) if isinstance(up, str) else None
             if field is None:
                 continue
             for down in downs:
@@ -398,6 +414,7 @@ def column_lineage(urn: Urn, upstream_lineage: JsonObject | None) -> tuple[Colum
     return tuple(edges.values())
 
 
+@lru_cache(maxsize=1 << 16)  # field names repeat across a catalog's column lineage
 def _field_path(raw: str) -> str | None:
     """The simple form of the field part of a schemaField urn; None when the SDK refuses it."""
     if not raw or not _RESERVED.isdisjoint(raw):
@@ -405,11 +422,6 @@ def _field_path(raw: str) -> str | None:
     if "%" in raw:
         raw = _decode(raw)
     return sys.intern(simple_field_path(raw))
-
-
-def _upstream_field(urn: object) -> tuple[Urn, str] | None:
-    """:func:`_schema_field` of anything a ``fineGrainedLineages`` entry holds."""
-    return _schema_field(urn) if isinstance(urn, str) else None
 
 
 def structured_properties(aspect: JsonObject | None) -> dict[str, tuple[str | float, ...]]:
@@ -428,7 +440,7 @@ def custom_properties(aspects: Aspects) -> dict[str, str]:
         if not name.endswith(("Properties", "Info")):
             continue
         props = aspects[name].get("customProperties")
-        if isinstance(props, Mapping):
+        if _mapping(props):
             merged.update({str(k): str(v) for k, v in props.items()})
     return merged
 
@@ -446,7 +458,7 @@ PROFILE_ASPECT = "datasetProfile"
 
 def dataset_profile(value: Mapping[str, Any] | None) -> DatasetProfile | None:
     """A ``datasetProfile`` (its JSON) as a profile, field paths simplified as schemas' are."""
-    if not isinstance(value, Mapping):
+    if not _mapping(value):
         return None
     return profile_from_json(value, simple_field_path)
 
@@ -470,7 +482,7 @@ def _targets(aspects: Aspects, specs: Iterable[_EdgeSpec]) -> Iterator[tuple[Edg
         if aspect not in aspects:
             continue  # most entities hold one or two of the aspects that declare edges
         for item in _get(aspects, aspect, field) or []:
-            target = item.get(key) if key is not None and isinstance(item, Mapping) else item
+            target = item.get(key) if key is not None and _mapping(item) else item
             if isinstance(target, str) and target:
                 # An urn many entities point at is one string, not one per aspect read.
                 yield kind, sys.intern(target)
@@ -489,7 +501,7 @@ def _name_from_urn(urn: Urn) -> str:
     if urn.startswith(_DATASET_PREFIX) and urn.endswith(")"):
         # Most nodes are datasets: decide as the SDK's DatasetUrn does, without its cost.
         parts = urn[len(_DATASET_PREFIX) : -1].split(",")
-        if len(parts) == 3 and all(parts) and not any(_RESERVED & set(p) for p in parts):
+        if len(parts) == 3 and all(parts) and all(_RESERVED.isdisjoint(p) for p in parts):
             return _decode(parts[1]) if _platform_urn(parts[0]) else urn
     try:
         ids = SdkUrn.from_string(urn).entity_ids
@@ -509,6 +521,8 @@ def _platform_urn(urn: str) -> bool:
 
 def _decode(text: str) -> str:
     """Undo DataHub's percent-encoding of the characters urns reserve: ``,``, ``(``, ``)``."""
+    if "%" not in text:
+        return text  # nothing encoded (most names): no pattern to run
     return _ENCODED.sub(lambda m: _DECODINGS[m.group(0).upper()], text)
 
 
@@ -564,8 +578,8 @@ def _parent_urn(parent: str) -> Urn | None:
 
 def _field_type(type_json: object) -> str:
     """The logical type class short name (``StringType``) from the ``type.type`` union."""
-    union = type_json.get("type") if isinstance(type_json, Mapping) else None
-    if isinstance(union, Mapping) and union:
+    union = type_json.get("type") if _mapping(type_json) else None
+    if _mapping(union) and union:
         key = str(next(iter(union)))
         name = _TYPE_NAMES.get(key)
         if name is None:  # a few dozen type classes exist: one string each
@@ -607,9 +621,7 @@ def _owners(aspect: JsonObject | None) -> tuple[Urn, ...] | None:
     owners = aspect.get("owners")
     if not isinstance(owners, list):
         return ()
-    found = {
-        o["owner"] for o in owners if isinstance(o, Mapping) and isinstance(o.get("owner"), str)
-    }
+    found = {o["owner"] for o in owners if _mapping(o) and isinstance(o.get("owner"), str)}
     return tuple(sorted(found))
 
 
@@ -638,7 +650,7 @@ def update_stamps(name: str, value: Mapping[str, Any]) -> int | None:
         stamp = value.get("lastUpdatedTimestamp") or value.get("timestampMillis")
     elif name == "datasetProperties":
         modified = value.get("lastModified")
-        stamp = modified.get("time") if isinstance(modified, Mapping) else None
+        stamp = modified.get("time") if _mapping(modified) else None
     else:
         return None
     if isinstance(stamp, bool) or not isinstance(stamp, int | float) or stamp <= 0:
@@ -656,7 +668,7 @@ def update_times(aspects: Aspects, history: Iterable[int]) -> tuple[datetime, ..
     stamps = set(history)
     for name in UPDATE_ASPECTS:
         value = aspects.get(name)
-        current = update_stamps(name, value) if isinstance(value, Mapping) else None
+        current = update_stamps(name, value) if _mapping(value) else None
         if current is not None:
             stamps.add(current)
     newest = sorted(stamps)[-UPDATE_HISTORY:]
@@ -690,11 +702,20 @@ def _trained_at(aspects: Aspects, related: Mapping[Urn, Aspects]) -> datetime | 
     )
     if own is not None:
         return own
+    return trained_at_from_runs(training_jobs(aspects), related)
+
+
+def trained_at_from_runs(jobs: Iterable[Urn], related: Mapping[Urn, Aspects]) -> datetime | None:
+    """When a model without a date of its own was trained: its newest training run's time.
+
+    ``jobs``: its :func:`training_jobs`; ``related``: their aspects
+    (:data:`TRAINING_RUN_ASPECTS`). None when no run is dated.
+    """
     runs = (
         ms_to_datetime(
             _get(related.get(job, {}), "dataProcessInstanceProperties", "created", "time")
         )
-        for job in training_jobs(aspects)
+        for job in jobs
     )
     return max((t for t in runs if t is not None), default=None)
 
@@ -702,7 +723,7 @@ def _trained_at(aspects: Aspects, related: Mapping[Urn, Aspects]) -> datetime | 
 def _get(aspects: Aspects, aspect: str, *path: str) -> Any:
     value: Any = aspects.get(aspect)
     for key in path:
-        if not isinstance(value, Mapping):
+        if not _mapping(value):
             return None
         value = value.get(key)
     return value
@@ -715,7 +736,7 @@ def _text(value: object) -> str:
 
 def _unwrap(value: Any) -> Any:
     """``{"string": "x"}`` / ``{"double": 1.0}`` union forms → the bare value."""
-    if isinstance(value, Mapping) and len(value) == 1:
+    if _mapping(value) and len(value) == 1:
         key = next(iter(value))
         if key in _UNION_PRIMITIVES:
             return value[key]
@@ -826,7 +847,7 @@ def latest_run(events: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     best: Mapping[str, Any] | None = None
     best_at = -1
     for event in events:
-        if not isinstance(event, Mapping) or event.get("status") != "COMPLETE":
+        if not _mapping(event) or event.get("status") != "COMPLETE":
             continue
         at = event.get("timestampMillis")
         stamp = at if isinstance(at, int) and not isinstance(at, bool) else 0
@@ -876,7 +897,7 @@ def assertion_from_aspects(
         or naming no entity (neither in its info nor as the run's ``asserteeUrn``).
     """
     info = aspects.get("assertionInfo")
-    if not isinstance(info, Mapping) or is_removed(aspects):
+    if not _mapping(info) or is_removed(aspects):
         return None
     entity = assertion_entity(info)
     if entity is None and run is not None and isinstance(run.get("asserteeUrn"), str):
@@ -885,7 +906,7 @@ def assertion_from_aspects(
         return None
     kind = _text(info.get("type")) or "CUSTOM"
     custom = info.get("customProperties")
-    props = {str(k): str(v) for k, v in custom.items()} if isinstance(custom, Mapping) else {}
+    props = {str(k): str(v) for k, v in custom.items()} if _mapping(custom) else {}
     platform = _record(aspects.get("dataPlatformInstance")).get("platform")
     return AssertionState(
         urn=urn,
@@ -917,7 +938,7 @@ def _freshness_schedule(
     info: Mapping[str, Any], props: Mapping[str, str]
 ) -> FreshnessSchedule | None:
     raw = _record(info.get("freshnessAssertion")).get("schedule")
-    if isinstance(raw, Mapping) and isinstance(raw.get("type"), str):
+    if _mapping(raw) and isinstance(raw.get("type"), str):
         cron = _record(raw.get("cron"))
         fixed = _record(raw.get("fixedInterval"))
         offset = _int_or_none(cron.get("windowStartOffsetMs"))
@@ -982,11 +1003,11 @@ def _record(value: object) -> Mapping[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
     if isinstance(value, dict):  # what JSON gives: no ABC check
         return value
-    return value if isinstance(value, Mapping) else _NO_EDIT
+    return value if _mapping(value) else _NO_EDIT
 
 
 def _string_map(value: object) -> dict[str, str]:
-    if not isinstance(value, Mapping):
+    if not _mapping(value):
         return {}
     return {str(k): str(v) for k, v in value.items()}
 

@@ -8,6 +8,10 @@ Each entity is read and translated once per instance, in chunks (so a level of a
 never holds all its raw JSON at once), and kept as a node and its edges: models of an estate
 share most of their upstream. What is kept is dropped when this instance writes, and when
 SQLite's ``data_version`` says another connection has changed the file since.
+
+An entity is read from the file's scan index when it has a record there
+(:mod:`mlcopilot.catalog.lite_index`: its node, translated when it was written, kept current by
+every write transaction of this class), else from its aspects' JSON; both give the same node.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import pre_json_transform
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 
-from mlcopilot.catalog import aspect_writes
+from mlcopilot.catalog import aspect_writes, lite_index
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.lite_writer import TIMESERIES, LiteWriter, Outcome, TransactionalLite
 from mlcopilot.errors import CatalogError
@@ -35,7 +39,6 @@ from mlcopilot.lineage.downstream import downstream_models_of
 from mlcopilot.lineage.upstream import walk_upstream
 from mlcopilot.model import (
     CONTACT_ASPECTS,
-    UPDATE_HISTORY,
     AssertionState,
     Contact,
     DatasetProfile,
@@ -54,13 +57,6 @@ from mlcopilot.protocols import ClosedOnExit, WalkLimits
 _BATCH = 500  # urns per IN (...) query, well under SQLite's bound-parameter limit
 _MODEL_URNS = "urn:li:mlModel:*"  # GLOB is case-sensitive, unlike LIKE
 _DATASET_URNS = "urn:li:dataset:"
-_UPDATE_STAMP = (
-    # aspects.update_stamps in SQL: an operation's lastUpdatedTimestamp, else (missing or 0)
-    # its timestampMillis; a properties version's lastModified.time.
-    "CASE aspect_name WHEN 'operation' THEN COALESCE(NULLIF(json_extract(metadata, "
-    "'$.lastUpdatedTimestamp'), 0), json_extract(metadata, '$.timestampMillis')) "
-    "ELSE json_extract(metadata, '$.lastModified.time') END"
-)
 _ASSERTION_URNS = "urn:li:assertion:*"  # a prefix GLOB: SQLite reads just that range of urns
 _INCIDENT_URNS = "urn:li:incident:*"
 _LATEST_RUNS = (
@@ -87,15 +83,6 @@ _PROFILE_STAMPS = (
     "SELECT urn, version, json_extract(metadata, '$.timestampMillis') FROM metadata_aspect_v2 "
     "WHERE urn IN ({urns}) AND aspect_name = 'datasetProfile' AND version > 0"
 )
-_NEWEST_PROFILES = (
-    # Each dataset's profile with the newest timestampMillis, the last loaded of a tie: Lite's
-    # own sink leaves the last *written* event in v0, and that is not the newest.
-    "SELECT urn, metadata FROM (SELECT urn, metadata, ROW_NUMBER() OVER (PARTITION BY urn "
-    "ORDER BY json_extract(metadata, '$.timestampMillis') DESC, version DESC) AS newest "
-    "FROM metadata_aspect_v2 WHERE urn IN ({urns}) AND aspect_name = 'datasetProfile' "
-    "AND version > 0) WHERE newest = 1"
-)
-
 _Aspects = dict[Urn, dict[str, ax.JsonObject]]
 _WRITE_PRAGMAS = {"journal_mode": "WAL", "synchronous": "NORMAL"}
 _WAL_MODE = 2
@@ -125,6 +112,11 @@ class LiteCatalog(ClosedOnExit):
         """(connection, ``data_version``) the kept nodes and edges were read at."""
         self._signals: _Signals | None = None
         """Assertions and active incidents by the entity they name (built once, see there)."""
+        self._indexed: bool | None = None
+        """Whether the file's scan index may be read (None: not asked yet)."""
+        self._reader = lite_index.Reader()
+        self._schema_before: dict[Urn, int | None] = {}
+        """Of each entity read from the scan index: its ``Entry.schema_before``."""
 
     @property
     def label(self) -> str:
@@ -202,11 +194,18 @@ class LiteCatalog(ClosedOnExit):
             for urn in unread:
                 self._edges[urn] = ax.edges_from_aspects(urn, found.get(urn, {}))
         reverse = self._reverse_index()
-        edges: dict[Edge, None] = {}
+        # Every edge here ends at the urn it was found for, and each urn's own edges are
+        # distinct already: only its reverse edges can repeat one (then dropped, in order).
+        edges: list[Edge] = []
+        own = self._edges
         for urn in unique:
-            edges.update(dict.fromkeys(self._edges[urn]))
-            edges.update(dict.fromkeys(reverse.get(urn, [])))
-        return list(edges)
+            mine = own[urn]
+            edges += mine
+            theirs = reverse.get(urn)
+            if theirs:
+                held = set(mine)
+                edges += [edge for edge in dict.fromkeys(theirs) if edge not in held]
+        return edges
 
     def lineage(self, root: Urn, limits: WalkLimits) -> Lineage:
         """The upstream lineage of ``root`` within ``limits``."""
@@ -305,21 +304,18 @@ class LiteCatalog(ClosedOnExit):
                 )
                 params = [part for key in chunk for part in key]
                 for urn, version, metadata in client.execute(query, params):
-                    profile = ax.dataset_profile(json.loads(metadata))
+                    profile = ax.dataset_profile(lite_index.loads(metadata))
                     if profile is not None:
                         found[(urn, int(version))] = profile
         return found
 
     def _newest_profiles(self, urns: Sequence[Urn]) -> dict[Urn, ax.JsonObject]:
         """Each dataset's newest profile event by ``timestampMillis`` (JSON), if it has one."""
-        datasets = [u for u in urns if u.startswith(_DATASET_URNS)]
         found: dict[Urn, ax.JsonObject] = {}
-        if not datasets:
-            return found
-        query = _NEWEST_PROFILES.format(urns=",".join("?" * len(datasets)))
         with self._errors():
-            for urn, metadata in self._handle().sqlite_client.execute(query, datasets):
-                event = json.loads(metadata)
+            client = self._handle().sqlite_client
+            for urn, metadata in lite_index.newest_profile_rows(client, urns):
+                event = lite_index.loads(metadata)
                 if isinstance(event, dict):
                     found[urn] = event
         return found
@@ -343,7 +339,9 @@ class LiteCatalog(ClosedOnExit):
         aspect, the newest version row written before ``when``. When those are the latest
         versions of every schema aspect the urn has (the usual case: the schema has not
         changed since), the schema is the current one, and a node already read gives it
-        without reading and translating the JSON again.
+        without reading and translating the JSON again. A node read from the scan index says
+        when those latest versions were written (``Entry.schema_before``): all before
+        ``when``, they are the versions the rule picks, and no query is needed.
         """
         unique = list(dict.fromkeys(urns))
         result: dict[Urn, Schema | None] = dict.fromkeys(unique)
@@ -351,6 +349,14 @@ class LiteCatalog(ClosedOnExit):
         if as_of <= 0:
             return result
         self._check_current()  # the nodes kept must be what the file holds now
+        asked: list[Urn] = []
+        for urn in unique:
+            written = self._schema_before.get(urn)
+            if written is not None and written < as_of:
+                result[urn] = self._nodes[urn].schema
+            else:
+                asked.append(urn)
+        unique = asked
         names = list(ax.SCHEMA_ASPECTS)
         for start in range(0, len(unique), _BATCH):
             chunk = unique[start : start + _BATCH]
@@ -394,7 +400,7 @@ class LiteCatalog(ClosedOnExit):
             for urn, name, metadata in self._handle().sqlite_client.execute(
                 query, [*urns, *names, as_of]
             ):
-                value = json.loads(metadata)
+                value = lite_index.loads(metadata)
                 if isinstance(value, dict):
                     found.setdefault(urn, {})[name] = value
         return {urn: ax.schema_from_aspects(aspects) for urn, aspects in found.items()}
@@ -451,6 +457,7 @@ class LiteCatalog(ClosedOnExit):
                     writer = LiteWriter(lite)
                     yield writer
                     writer.finish()
+                    lite_index.refresh(client)  # every entity written gets its scan record
                     client.commit()
                 except BaseException:
                     client.rollback()
@@ -492,7 +499,7 @@ class LiteCatalog(ClosedOnExit):
         )
         with self._errors():
             rows = self._handle().sqlite_client.execute(query, (urn, aspect_name)).fetchall()
-        events = [(json.loads(metadata), version) for version, metadata in rows]
+        events = [(lite_index.loads(metadata), version) for version, metadata in rows]
         # Newest event first; of two at the same time, the one loaded last.
         events.sort(key=lambda e: (_stamp(e[0]), e[1]), reverse=True)
         return [event for event, _ in events[:limit] if isinstance(event, dict)]
@@ -525,13 +532,34 @@ class LiteCatalog(ClosedOnExit):
         return new_versions
 
     def _translate(self, urns: Sequence[Urn]) -> None:
-        """Read and translate ``urns``; only their nodes and edges are kept, not the JSON."""
+        """Read and translate ``urns``; only their nodes and edges are kept, not the JSON.
+
+        Those with a record in the scan index are built from it; the others are read from
+        their aspects' JSON and translated (the same node either way).
+        """
+        signals = self._signal_index()
+        entries = self._entries(urns)
+        if entries:
+            jobs = {job for entry in entries.values() for job in entry.jobs}
+            related: Mapping[Urn, ax.Aspects] = (
+                self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
+            )
+            build = self._reader.node
+            for urn, entry in entries.items():
+                self._nodes[urn], self._edges[urn] = build(
+                    urn,
+                    entry,
+                    signals.assertions.get(urn, ()),
+                    signals.incidents.get(urn, ()),
+                    related,
+                )
+                self._schema_before[urn] = entry.schema_before
+            urns = [urn for urn in urns if urn not in entries]
+            if not urns:
+                return
         found = self._aspects(urns)
         jobs = {job for aspects in found.values() for job in ax.training_jobs(aspects)}
-        related: Mapping[Urn, ax.Aspects] = (
-            self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
-        )
-        signals = self._signal_index()
+        related = self._aspects(sorted(jobs), ax.TRAINING_RUN_ASPECTS) if jobs else {}
         history = self._update_history(urns)
         profiles = self._newest_profiles(urns)
         for urn in urns:
@@ -547,35 +575,18 @@ class LiteCatalog(ClosedOnExit):
             )
             self._edges[urn] = ax.edges_from_aspects(urn, aspects)
 
-    def _update_history(self, urns: Sequence[Urn]) -> dict[Urn, list[int]]:
-        """When each dataset among ``urns`` changed, as its stored history says (epoch ms).
-
-        Every stored ``operation`` event and ``datasetProperties`` version, dated as
-        :func:`~mlcopilot.catalog.aspects.update_stamps` dates them (:data:`_UPDATE_STAMP` is
-        that rule in SQL, so each row's JSON is parsed once, by SQLite); of each aspect only
-        the newest :data:`~mlcopilot.model.UPDATE_HISTORY` by time (a busy table has
-        thousands of operations), whatever order they were written in. A dataset with none
-        gets [].
-        """
-        datasets = [u for u in urns if u.startswith(_DATASET_URNS)]
-        history: dict[Urn, list[int]] = {u: [] for u in datasets}
-        if not datasets:
-            return history
-        names = list(ax.UPDATE_ASPECTS)
-        query = (
-            "SELECT urn, stamp FROM (SELECT urn, stamp, ROW_NUMBER() OVER "
-            "(PARTITION BY urn, aspect_name ORDER BY stamp DESC) AS newest FROM ("
-            f"SELECT urn, aspect_name, {_UPDATE_STAMP} AS stamp FROM metadata_aspect_v2 "
-            f"WHERE urn IN ({','.join('?' * len(datasets))}) "
-            f"AND aspect_name IN ({','.join('?' * len(names))}) AND version > 0"
-            ")) WHERE newest <= ? AND stamp > 0"
-        )
+    def _entries(self, urns: Sequence[Urn]) -> dict[Urn, lite_index.Entry]:
+        """The scan index's records of ``urns`` (none when the file's index may not be read)."""
         with self._errors():
-            rows = self._handle().sqlite_client.execute(query, [*datasets, *names, UPDATE_HISTORY])
-            for urn, stamp in rows:
-                if isinstance(stamp, int | float):  # not a number: a damaged row, skipped
-                    history[urn].append(int(stamp))
-        return history
+            client = self._handle().sqlite_client
+            if self._indexed is None:
+                self._indexed = lite_index.usable(client)
+            return lite_index.read(client, urns) if self._indexed else {}
+
+    def _update_history(self, urns: Sequence[Urn]) -> dict[Urn, list[int]]:
+        """When each dataset among ``urns`` changed (:func:`lite_index.update_history`)."""
+        with self._errors():
+            return lite_index.update_history(self._handle().sqlite_client, urns)
 
     def _check_current(self) -> None:
         """Forget what was read if another connection has written to the file since."""
@@ -594,6 +605,9 @@ class LiteCatalog(ClosedOnExit):
         self._nodes = {}
         self._edges = {}
         self._read_at = None
+        self._indexed = None
+        self._reader = lite_index.Reader()
+        self._schema_before = {}
 
     def _release(self) -> None:
         lite, self._lite = self._lite, None
@@ -621,7 +635,7 @@ class LiteCatalog(ClosedOnExit):
     def _reverse_index(self) -> dict[Urn, list[Edge]]:
         if self._reverse is None:
             names = sorted(ax.REVERSE_EDGE_ASPECTS)
-            holders = self._read(f"aspect_name IN ({','.join('?' * len(names))})", names)
+            holders = self._holders(names)
             index: dict[Urn, list[Edge]] = {}
             for urn in sorted(holders):
                 for edge in ax.reverse_edges_from_aspects(urn, holders[urn]):
@@ -638,7 +652,7 @@ class LiteCatalog(ClosedOnExit):
         """
         if self._down is None:
             names = sorted(ax.EDGE_ASPECTS)
-            holders = self._read(f"aspect_name IN ({','.join('?' * len(names))})", names)
+            holders = self._holders(names)
             index: dict[Urn, dict[Edge, None]] = {}
             for urn in sorted(holders):
                 for edge in ax.edges_from_aspects(urn, holders[urn]):
@@ -669,7 +683,7 @@ class LiteCatalog(ClosedOnExit):
                 _LATEST_RUNS, (_ASSERTION_URNS, ax.ASSERTION_RUN_EVENT)
             )
             for urn, metadata in query:
-                event = json.loads(metadata)
+                event = lite_index.loads(metadata)
                 if isinstance(event, dict):
                     runs[urn] = event
         assertions: dict[Urn, list[AssertionState]] = {}
@@ -693,6 +707,20 @@ class LiteCatalog(ClosedOnExit):
         )
         return self._signals
 
+    def _holders(self, names: Sequence[str]) -> _Aspects:
+        """The latest of ``names`` of every entity holding any of them.
+
+        Who holds them comes from Lite's (urn, aspect, version) index alone, then only their
+        rows are read: a filter on the aspect name alone would read the whole table.
+        """
+        query = (
+            "SELECT DISTINCT urn FROM metadata_aspect_v2 "
+            f"WHERE version = 0 AND aspect_name IN ({','.join('?' * len(names))})"
+        )
+        with self._errors():
+            urns = [urn for (urn,) in self._handle().sqlite_client.execute(query, list(names))]
+        return self._aspects(urns, names)
+
     def _read(self, where: str, params: Sequence[Any]) -> _Aspects:
         # Lite's public get() reads one urn per query; a lineage level or the reverse index
         # needs many, so this reads Lite's own table directly (latest versions only).
@@ -703,7 +731,7 @@ class LiteCatalog(ClosedOnExit):
         found: _Aspects = {}
         with self._errors():
             for urn, name, metadata in self._handle().sqlite_client.execute(query, params):
-                found.setdefault(urn, {})[name] = json.loads(metadata)
+                found.setdefault(urn, {})[name] = lite_index.loads(metadata)
         return found
 
     def _handle(self, *, writable: bool = False) -> TransactionalLite:

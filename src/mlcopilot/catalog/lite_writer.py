@@ -41,6 +41,8 @@ from datahub.metadata.schema_classes import (
     _Aspect,
 )
 
+from mlcopilot.catalog.aspect_json import dumps
+
 _HOOKED = (
     DatasetPropertiesClass,
     ContainerPropertiesClass,
@@ -78,10 +80,18 @@ _SAME_TIME_EVENTS = (
     "AND json_extract(metadata, '$.timestampMillis') IS ?"
 )
 _ENTITY_EXISTS = "SELECT 1 FROM metadata_aspect_v2 WHERE urn = ? LIMIT 1"
+_ANY_ASPECT = "SELECT 1 FROM metadata_aspect_v2 LIMIT 1"
+_MAX_REMEMBERED = 1_000_000
+"""At most this many aspects (about 60 MB) are remembered instead of looked up."""
 _PLACEMENT_ROWS = (
     "SELECT aspect_name, metadata FROM metadata_aspect_v2 WHERE urn = ? AND version = 0 "
     f"AND aspect_name IN ({', '.join(repr(n) for n in sorted(_PLACEMENT))})"
 )
+_UPSERT_EDGE = (
+    "INSERT INTO metadata_edge_v2 VALUES (?, ?, ?, ?) ON CONFLICT (src_id, relnship, dst_id) "
+    "DO UPDATE SET dst_label = excluded.dst_label WHERE dst_label IS NOT excluded.dst_label"
+)
+"""Lite's ``add_edge`` without ``remove_existing``: the edge, its label updated if it differs."""
 _NAMED_BY_ID = frozenset({"dataFlow", "dataJob"})
 """Entity types the placement hook also names by their own id: never replayed."""
 
@@ -167,6 +177,10 @@ class TransactionalLite(SqliteLite):
             if added in self._edges_added:
                 return
             self._edges_added.add(added)
+            # Lite's add_edge looks the edge up, then inserts it or updates its label: the
+            # same, in one statement (a new edge per entity placed: a first load's finish).
+            self.sqlite_client.execute(_UPSERT_EDGE, added)
+            return
         super().add_edge(src, relnship, dst, dst_label, remove_existing)
 
 
@@ -178,6 +192,18 @@ class LiteWriter:
         self._db = lite.sqlite_client
         self._place: set[str] = set()
         """Entities to (re)place in the browse tree when the load finishes."""
+        self._fresh = self._db.execute(_ANY_ASPECT).fetchone() is None
+        """The catalog held no aspect when this transaction began: an aspect or entity this
+        load has not written is not there, and need not be looked up (a first load into a
+        new catalog looks nothing up). Every entity this load writes is in :attr:`_place`
+        then, and :attr:`_written` knows the aspects."""
+        self._written: set[int] = set()
+        """``hash((urn, aspect name))`` of each aspect written while :attr:`_fresh` (a
+        collision only costs a look-up)."""
+        self._placed_aspects: set[str] = set()
+        """Entities given a placement aspect (container...) by this load."""
+        self._last_versioned: tuple[dict[str, Any], int, str] | None = None
+        """The last :meth:`_versioned`: its systemMetadata, version and text."""
 
     def current(self, urn: str, aspect_name: str) -> dict[str, Any] | None:
         """The aspect's latest value as stored now (this transaction's writes included)."""
@@ -189,7 +215,22 @@ class LiteWriter:
 
     def entity_exists(self, urn: str) -> bool:
         """Whether the catalog holds any aspect of ``urn`` now."""
+        if self._fresh:
+            return urn in self._place
         return self._db.execute(_ENTITY_EXISTS, (urn,)).fetchone() is not None
+
+    def _v0(self, urn: str, aspect_name: str) -> tuple[str, str] | None:
+        """(metadata, system_metadata) of the aspect's v0 row, if there is one."""
+        if self._fresh:
+            key = hash((urn, aspect_name))
+            if key not in self._written:
+                if len(self._written) >= _MAX_REMEMBERED:
+                    self._fresh = False  # memory stays bounded; look-ups from now on
+                else:
+                    self._written.add(key)  # written next, whatever the caller decides
+                    return None
+        row: tuple[str, str] | None = self._db.execute(_V0, (urn, aspect_name)).fetchone()
+        return row
 
     def put(
         self,
@@ -218,7 +259,7 @@ class LiteWriter:
             text = json.dumps(value)
         if aspect_name in TIMESERIES:
             return self._put_event(urn, aspect_name, _parsed(value, text), text, system)
-        row = self._db.execute(_V0, (urn, aspect_name)).fetchone()
+        row = self._v0(urn, aspect_name)
         if row is not None and create_only:
             return Outcome.EXISTS
         if row is None and urn not in self._place and not self.entity_exists(urn):
@@ -231,7 +272,7 @@ class LiteWriter:
                 self._touch(urn, aspect_name, json.loads(row[1]), observed)
                 return Outcome.UNCHANGED
             version = self._version_of(urn, aspect_name, row[1]) + 1
-        system_text = json.dumps(_with_version(stored_system, version))
+        system_text = self._versioned(stored_system, version)
         if row is None:
             first = (urn, aspect_name, version, text, system_text, created_on)
             self._db.execute(
@@ -254,7 +295,10 @@ class LiteWriter:
         """
         templates: dict[tuple[str, str, tuple[tuple[str, str], ...]], _Template] = {}
         for urn in sorted(self._place):
-            rows = tuple(sorted(self._db.execute(_PLACEMENT_ROWS, (urn,)).fetchall()))
+            if self._fresh and urn not in self._placed_aspects:
+                rows: tuple[tuple[str, str], ...] = ()  # none written, none there before
+            else:
+                rows = tuple(sorted(self._db.execute(_PLACEMENT_ROWS, (urn,)).fetchall()))
             entity_type, first_part = _urn_head(urn)
             key = (entity_type, first_part, rows)
             template = templates.get(key)
@@ -280,7 +324,7 @@ class LiteWriter:
     ) -> Outcome:
         """One timeseries event: kept once, v0 the newest by ``timestampMillis``."""
         stamp = value.get("timestampMillis")  # required by every timeseries aspect's schema
-        row = self._db.execute(_V0, (urn, aspect_name)).fetchone()
+        row = self._v0(urn, aspect_name)
         created_on, stored_system, observed = _system(system)
         if row is not None:
             if text == row[0] or value == json.loads(row[0]):
@@ -291,9 +335,12 @@ class LiteWriter:
                 return Outcome.UNCHANGED  # an older event, loaded again
         elif urn not in self._place and not self.entity_exists(urn):
             self._place.add(urn)
-        (highest,) = self._db.execute(_MAX_VERSION, (urn, aspect_name)).fetchone()
-        version = int(highest or 0) + 1
-        system_text = json.dumps(_with_version(stored_system, version))
+        if row is None and self._fresh:
+            version = 1  # no version of it anywhere
+        else:
+            (highest,) = self._db.execute(_MAX_VERSION, (urn, aspect_name)).fetchone()
+            version = int(highest or 0) + 1
+        system_text = self._versioned(stored_system, version)
         if row is None:
             first = (urn, aspect_name, version, text, system_text, created_on)
             self._db.execute(
@@ -310,6 +357,19 @@ class LiteWriter:
             kept = _with_version(json.loads(row[1]), version)
             self._db.execute(_UPDATE_V0_SYSTEM, (json.dumps(kept), urn, aspect_name))
         return Outcome.NEW_VERSION
+
+    def _versioned(self, system: dict[str, Any], version: int) -> str:
+        """The systemMetadata text stored with a new version: ``system`` naming ``version``.
+
+        Records of one file mostly carry the same systemMetadata and make version 1: the
+        text of the last one is kept and used again while they do.
+        """
+        last = self._last_versioned
+        if last is not None and last[1] == version and last[0] == system:
+            return last[2]
+        text = dumps(SystemMetadataClass, _with_version(system, version))
+        self._last_versioned = (system, version, text)
+        return text
 
     def _touch(self, urn: str, aspect_name: str, stored: Any, observed: int) -> None:
         """Lite's rule for an unchanged value: only v0's ``lastObserved`` moves."""
@@ -340,6 +400,7 @@ class LiteWriter:
                 self._lite.post_update_hook(urn, aspect_name, aspect)
         if aspect_name in _PLACEMENT:
             self._place.add(urn)
+            self._placed_aspects.add(urn)
 
 
 def _parsed(value: Mapping[str, Any] | None, text: str) -> Mapping[str, Any]:
@@ -353,6 +414,9 @@ def _urn_head(urn: str) -> tuple[str, str]:
     entity_type, _, entity_id = rest.partition(":")
     if not entity_id.startswith("("):
         return entity_type, entity_id
+    comma = entity_id.find(",")
+    if comma > 0 and "(" not in entity_id[1:comma] and ")" not in entity_id[1:comma]:
+        return entity_type, entity_id[1:comma]  # the first comma is at depth 1
     depth = 0
     for index, char in enumerate(entity_id):
         if char == "(":

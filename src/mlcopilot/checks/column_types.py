@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from mlcopilot.model import SchemaField
 
@@ -189,6 +190,8 @@ def type_family(native_type: str, platform: str | None = None) -> str | None:
 
 def same_type(old: SchemaField, new: SchemaField, platform: str | None = None) -> bool:
     """Whether ``old`` and ``new`` have one logical type on ``platform`` (see the module)."""
+    if old.native_type == new.native_type and old.type == new.type:
+        return True  # one spelling of one logical type: every rule below says the same
     a, b = old.native_type.strip(), new.native_type.strip()
     if not a or not b:
         return old.type == new.type
@@ -204,6 +207,7 @@ def _spelling(native: str) -> str:
     return "".join(native.lower().split())
 
 
+@lru_cache(maxsize=1 << 12)  # a catalog spells its types a few dozen ways
 def _read(native: str, platform: str | None) -> _Type | None:
     text = " ".join(native.lower().split())
     complex_type = _COMPLEX.match(text)

@@ -19,6 +19,9 @@ from mlcopilot.model import (
 )
 from mlcopilot.protocols import CheckContext
 
+_NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
+
 
 class DeprecatedSourceConfig(PluginConfig):
     """Settings of the ``deprecated_source`` check (it has none yet)."""
@@ -73,7 +76,7 @@ class DeprecatedSource:
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """A finding when the node is soft-deleted or deprecated."""
         if node.entity_type is EntityType.ML_MODEL:
-            return CheckOutcome()
+            return _NOTHING
         if not node.exists:
             return NOT_IN_CATALOG
         if node.removed:
@@ -82,7 +85,7 @@ class DeprecatedSource:
         elif node.deprecation is not None:
             severity, message = _deprecated(node.deprecation, ctx.now)
         else:
-            return CheckOutcome()
+            return _NOTHING
         evidence = _evidence(node.deprecation)
         finding = ctx.finding(self.name, severity, node, None, message, evidence=evidence)
         return CheckOutcome(findings=(finding,))

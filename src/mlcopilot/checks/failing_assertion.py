@@ -29,6 +29,10 @@ _PRODUCERS = {
 }
 
 
+_NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
+
+
 class FailingAssertionConfig(PluginConfig):
     """Settings of the ``failing_assertion`` check."""
 
@@ -95,7 +99,7 @@ class FailingAssertion:
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """One finding per column (or the dataset) with failing assertions."""
         if not node.assertions:
-            return CheckOutcome()  # none, or not readable here: nothing DataHub says
+            return _NOTHING  # none, or not readable here: nothing DataHub says
         groups: dict[str | None, list[tuple[Severity, AssertionState]]] = {}
         for assertion in node.assertions:
             run = assertion.last_run

@@ -112,6 +112,10 @@ Markers = list[str] | dict[str, list[str]]
 """Patterns: a list (at the most sensitive level) or a table of lists by level."""
 
 
+_NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
+
+
 def normalized(name: str) -> str:
     """``name`` as markers compare it: percent-decoded, case-folded, without separators.
 
@@ -342,10 +346,10 @@ class PiiExposure:
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """Findings for the node and each of its columns classified as PII."""
         if node.entity_type not in _APPLIES_TO:
-            return CheckOutcome()
+            return _NOTHING
         justified, unjustified = _justification(ctx.model, ctx.now)
         if justified:
-            return CheckOutcome()
+            return _NOTHING
         if not node.exists:
             return NOT_IN_CATALOG
 
@@ -383,6 +387,8 @@ class PiiExposure:
                 else "no schemaMetadata: field-level PII cannot be checked"
             )
         findings += self._columns(node, columns, ctx, unjustified)
+        if not findings and unknown is None:
+            return _NOTHING
         return CheckOutcome(findings=tuple(findings), unknown=unknown)
 
     def _columns(
@@ -428,6 +434,8 @@ class PiiExposure:
         ``security`` = ``pii`` as the property ``snowflake.<db>.<schema>.security`` instead.
         """
         found: list[tuple[int, str]] = []
+        if not node.structured_properties:
+            return found
         for name, values in sorted(node.structured_properties.items()):
             qualified = name.removeprefix(_PROPERTY_PREFIX)
             for value in values:
@@ -442,6 +450,8 @@ class PiiExposure:
         self, tags: Iterable[Urn], terms: Iterable[Urn]
     ) -> tuple[int, list[Urn], list[Urn]] | None:
         """The most sensitive level among ``tags`` and ``terms`` and the marking ones, sorted."""
+        if not tags and not terms:
+            return None
         tag_levels = {t: self._tags.level(t) for t in tags}
         term_levels = {t: self._terms.level(t) for t in terms}
         levels = [v for v in (*tag_levels.values(), *term_levels.values()) if v is not None]

@@ -47,6 +47,10 @@ _STATISTIC_NAMES = {
 }
 
 
+_NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
+
+
 class ProfileDriftConfig(PluginConfig):
     """Settings of the ``profile_drift`` check: each rule's threshold."""
 
@@ -170,12 +174,12 @@ class ProfileDrift:
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """A finding per drifted column that may feed the model, and one for the volume."""
         if node.entity_type is not EntityType.DATASET or not node.exists:
-            return CheckOutcome()  # nothing profiled: said by the report's profile readiness
+            return _NOTHING  # nothing profiled: said by the report's profile readiness
         baseline = ctx.profile_baseline
         if node.profile is None:
             # Never profiled: not evaluated, and the report's readiness lists it. Profiled
             # once but no longer: its incidents must stay as they are.
-            return CheckOutcome() if baseline is None else CheckOutcome(unknown=NO_PROFILE_NOW)
+            return _NOTHING if baseline is None else CheckOutcome(unknown=NO_PROFILE_NOW)
         if baseline is None:
             return CheckOutcome(unknown="no baseline profile yet")
         comparison = ps.compare(baseline.profile, node.profile, self._thresholds)

@@ -19,6 +19,7 @@ from mlcopilot.model import (
     EntityType,
     Finding,
     Node,
+    Schema,
     SchemaField,
     Severity,
 )
@@ -33,6 +34,10 @@ _WEIGHT_NATIVE_TYPE = 0.15
 _WEIGHT_POSITION = 0.15
 _WEIGHT_DESCRIPTION = 0.2
 _WEIGHT_NAME = 0.3
+
+
+_NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
 
 
 class SchemaDriftConfig(PluginConfig):
@@ -112,13 +117,15 @@ class SchemaDrift:
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """Findings for each column that differs from the baseline schema."""
         if node.entity_type is not EntityType.DATASET:
-            return CheckOutcome()
+            return _NOTHING
         if not node.exists:
             return NOT_IN_CATALOG
         if node.schema is None:
             return CheckOutcome(unknown="no schemaMetadata")
         if ctx.baseline is None:
             return CheckOutcome(unknown="no baseline schema yet")
+        if ctx.baseline.fields == node.schema.fields and _unique_paths(node.schema):
+            return _NOTHING  # the schema trained on, field for field (what a first scan keeps)
 
         before = ctx.baseline.by_path()
         after = node.schema.by_path()
@@ -237,6 +244,20 @@ class SchemaDrift:
             change="added",
             evidence=_evidence(None, new, None),
         )
+
+
+def _unique_paths(schema: Schema) -> bool:
+    """Whether no two fields share a path (else the comparison by path has more to say)."""
+    last = _LAST_UNIQUE[0]
+    if last is not None and last[0] is schema:
+        return last[1]  # nodes of one table layout share the schema object: asked once
+    unique = len({f.path for f in schema.fields}) == len(schema.fields)
+    _LAST_UNIQUE[0] = (schema, unique)
+    return unique
+
+
+_LAST_UNIQUE: list[tuple[Schema, bool] | None] = [None]
+"""The last schema :func:`_unique_paths` was asked about, and its answer."""
 
 
 def _rename_score(old: SchemaField, new: SchemaField, platform: str | None) -> float:

@@ -46,6 +46,10 @@ _DATASET_PREFIX = "urn:li:dataset:("
 _ASSERTION_SEVERITY = {"HIGH": Severity.HIGH, "MEDIUM": Severity.MEDIUM, "LOW": Severity.LOW}
 
 
+_NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
+
+
 class FreshnessRule(PluginConfig):
     """One ``[[checks.stale_source.rules]]`` entry: an SLA for the datasets it selects.
 
@@ -195,7 +199,7 @@ class StaleSource:
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """A finding when the dataset is older than it is expected to be."""
         if node.entity_type is not EntityType.DATASET:
-            return CheckOutcome()
+            return _NOTHING
         if not node.exists:
             return NOT_IN_CATALOG
         declared = self._declared_sla(node)
@@ -219,7 +223,7 @@ class StaleSource:
         if self.config.default_sla_hours is not None:
             sla = _sla(self.config.default_sla_hours, "config default_sla_hours", "config default")
             return self._judge(node, ctx, sla)
-        return CheckOutcome(unknown=unknown)
+        return _NOTHING if unknown is None else CheckOutcome(unknown=unknown)
 
     def _declared_sla(self, node: Node) -> tuple[str | float, str, str] | None:
         """The raw SLA, where it came from and its kind, by precedence; None when none."""
@@ -234,6 +238,8 @@ class StaleSource:
                 f"custom property {SLA_CUSTOM_PROPERTY}",
                 "custom property",
             )
+        if not self.config.rules:
+            return None
         rule = next((r for r in self.config.rules if r.selects(node)), None)
         if rule is not None:
             return rule.sla_hours, rule.label(), "config rule"
@@ -246,7 +252,7 @@ class StaleSource:
         last_updated = _as_utc(node.last_updated)
         age = ctx.now - last_updated
         if age <= expected.within:
-            return CheckOutcome()
+            return _NOTHING
         # Absolute times only: the message is written back to DataHub, and a relative age
         # would rewrite the incident on every scan.
         overdue_since = last_updated + expected.within
@@ -271,6 +277,8 @@ class StaleSource:
 
     def _by_assertions(self, node: Node, ctx: CheckContext) -> CheckOutcome | None:
         """The verdict of the dataset's freshness assertions; None when they give none."""
+        if not node.assertions:
+            return None  # most datasets: nothing below has anything to go on
         assertions = sorted(
             (a for a in node.assertions or () if a.is_freshness and a.entity == node.urn),
             key=lambda a: a.urn,
@@ -280,7 +288,7 @@ class StaleSource:
         if failed:
             return CheckOutcome(findings=(self._failed(node, ctx, failed),))
         if any(a.last_run is not None and a.last_run.result == "SUCCESS" for a in judged):
-            return CheckOutcome()
+            return _NOTHING
         # Never run (or only errors): a fixed-interval schedule still says how often.
         scheduled = [
             (a.schedule.interval, a.urn, a)
@@ -339,6 +347,8 @@ class StaleSource:
 
     def _learned(self, node: Node) -> _Expectation | str | None:
         """The cadence the dataset's history shows; why not (unknown), or None: no history."""
+        if node.update_times is None or len(node.update_times) < 2:
+            return None  # merging bursts never adds updates: too few to learn from
         updates = _merge_bursts(node.update_times or (), self.config.burst_minutes)
         if len(updates) < 2:
             return None  # no history at all: nothing to learn from, and nothing to report

@@ -31,6 +31,10 @@ _UI_PATHS = {
 }
 
 
+_NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
+
+
 class UpstreamIncidentConfig(PluginConfig):
     """Settings of the ``upstream_incident`` check."""
 
@@ -93,13 +97,13 @@ class UpstreamIncident:
     def run(self, node: Node, ctx: CheckContext) -> CheckOutcome:
         """One finding per entity with active incidents others raised."""
         if not node.incidents:
-            return CheckOutcome()  # none, or not readable here: nothing DataHub says
+            return _NOTHING  # none, or not readable here: nothing DataHub says
         skipped = (OWN_INCIDENTS, *self.config.ignore_prefixes)
         theirs = [
             i for i in node.incidents if i.state == "ACTIVE" and not i.urn.startswith(skipped)
         ]
         if not theirs:
-            return CheckOutcome()
+            return _NOTHING
         ranked = sorted(theirs, key=lambda i: (-self._severity(i).rank, i.urn))
         severity = self._severity(ranked[0])
         message = _message(ranked)

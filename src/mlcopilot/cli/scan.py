@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -34,19 +34,24 @@ from mlcopilot.cli.scan_guard import (
     scan_clock,
     walk_limits,
 )
-from mlcopilot.clock import OffsetClock
+from mlcopilot.clock import OffsetClock, SystemClock
 from mlcopilot.errors import UsageError
 from mlcopilot.model import Severity
 from mlcopilot.text.wording import count
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mlcopilot.clock import Clock
     from mlcopilot.incidents.gate import GateRules
     from mlcopilot.model import CheckInfo
-    from mlcopilot.protocols import StateStore
+    from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.notify.sinks.preview import RowPreview
+    from mlcopilot.protocols import Catalog, StateStore
     from mlcopilot.report.html import ReportLinks
     from mlcopilot.report.sarif import Locator
     from mlcopilot.report.summary import ScanOutcome
-    from mlcopilot.scan import ScanOptions
+    from mlcopilot.scan import ScanOptions, ScanResult
     from mlcopilot.scan.checking import Progress as ScanProgress
     from mlcopilot.service import Service
     from mlcopilot.settings import Settings
@@ -78,6 +83,18 @@ def scan_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Write nothing; show what would be written.")
     ] = False,
+    preview: Annotated[
+        Path | None,
+        typer.Option(
+            "--preview",
+            metavar="DIR",
+            help="With --dry-run: save in DIR exactly what each configured notification sink "
+            "would be sent, one JSON file per request (secrets replaced by placeholders), and "
+            "list them. Nothing is sent. DIR must be new, empty or hold only earlier previews "
+            "(they are replaced).",
+            show_default=False,
+        ),
+    ] = None,
     write_back: Annotated[
         bool | None,
         typer.Option(
@@ -140,6 +157,17 @@ def scan_command(
             "for `mlcopilot outbox deliver`).",
         ),
     ] = True,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="Scan every model together with the other `scan --shared` and `mlcopilot "
+            "watch` processes on this state database (PostgreSQL): the full rescan is split "
+            "into batches of watch.rescan_batch models, each scanned by whichever process "
+            "claims it; reports the batches this one scanned, once no batch is left. Not with "
+            "--model, --now or --dry-run.",
+        ),
+    ] = False,
 ) -> None:
     """Walk every model's upstream lineage, check each node, track incidents and notify."""
     from mlcopilot.service import Service
@@ -147,6 +175,8 @@ def scan_command(
     # Whatever can fail locally fails here, before the scan reads or records anything, and
     # before the scan, the state store and the sinks are imported: a bad flag costs little.
     rules = _gate_rules(fail_on, fail_on_gaps, fail_on_acknowledged, fail_on_new)
+    _check_preview(preview, dry_run=dry_run)
+    _check_shared(shared, model=model, now=now, dry_run=dry_run)
     clock_now = scan_clock(now)
     limits = walk_limits(max_hops, max_nodes)
     settings = command_settings(catalog, state_url)
@@ -158,7 +188,7 @@ def scan_command(
 
     started = time.monotonic()
     options = ScanOptions(now=clock_now, models=tuple(model or ()), dry_run=dry_run, limits=limits)
-    interrupts = _Interrupts(dry_run=dry_run, deliver=deliver)
+    interrupts = _Interrupts(dry_run=dry_run, deliver=deliver, shared=shared)
     try:
         with interrupts.installed():
             code = _scan_and_report(
@@ -174,6 +204,8 @@ def scan_command(
                 quiet=quiet,
                 deliver=deliver,
                 started=started,
+                preview=preview,
+                shared=shared,
             )
     except KeyboardInterrupt:
         err.print(f"[bold red]interrupted[/]: {escape(interrupts.said())}", soft_wrap=True)
@@ -196,8 +228,14 @@ def _scan_and_report(
     quiet: bool,
     deliver: bool,
     started: float,
+    preview: Path | None = None,
+    shared: bool = False,
 ) -> int:
-    """Scan, write the reports and the closing summary; the exit code (0, 1 or 5)."""
+    """Scan, write the reports and the closing summary; the exit code (0, 1 or 5).
+
+    With ``preview`` (a dry run's), what the configured sinks would be sent is saved there and
+    listed before the closing summary.
+    """
     from mlcopilot.incidents.gate import evaluate_gate
     from mlcopilot.report.summary import ScanOutcome
 
@@ -205,23 +243,40 @@ def _scan_and_report(
         opened_for_scan(settings, dry_run=options.dry_run) as (cat, store),
         _progress(quiet=quiet) as progress,
     ):
-        clock = OffsetClock(options.now)
+        # A shared scan records each batch on the wall clock (it refuses --now): so does its relay.
+        clock = SystemClock() if shared else OffsetClock(options.now)
         # The relay may wait (group_wait, a retry): said on stderr, so a CI log never looks hung.
         waits = clock if quiet else AnnouncedWaits(clock, err)
         try:
-            result = service.scan(
-                cat,
-                store,
-                options,
-                clock=waits,
-                deliver=deliver,
-                progress=progress,
-                steps=interrupts.step,
-            )
+            if shared:
+                result = _shared_scan(
+                    service,
+                    settings,
+                    (cat, store),
+                    options,
+                    waits,
+                    interrupts,
+                    deliver=deliver,
+                    progress=progress,
+                )
+            else:
+                result = service.scan(
+                    cat,
+                    store,
+                    options,
+                    clock=waits,
+                    deliver=deliver,
+                    progress=progress,
+                    steps=interrupts.step,
+                )
         finally:
             interrupts.settle()
         interrupts.scanned = True
         links = _html_links(reports, store, service.notify.datahub_url)
+        rows = None if preview is None else _preview_rows(result, store, service.notify)
+    listing = None
+    if preview is not None and rows is not None:
+        listing = _save_previews(preview, rows, configured=bool(service.notify.sinks))
     verdict = None if rules is None else evaluate_gate(rules, result.models, result.changes)
     closing = ScanOutcome(result, verdict, time.monotonic() - started)
     for report in result.models:
@@ -238,7 +293,7 @@ def _scan_and_report(
         if not quiet:
             err.print(f"Report written to {path}")
     text = _render(closing, last[0], json_version, infos, fail_on, links, locator)
-    _emit(text, last[1], closing, quiet=quiet)
+    _emit(text, last[1], closing, quiet=quiet, before_summary=None if quiet else listing)
     if verdict is not None and not verdict.passed:
         return 1
     if result.relay is not None and not result.relay.ok:
@@ -256,9 +311,10 @@ class _Interrupts:
     outbox row, if any, was being sent.
     """
 
-    def __init__(self, *, dry_run: bool, deliver: bool) -> None:
+    def __init__(self, *, dry_run: bool, deliver: bool, shared: bool = False) -> None:
         self._dry_run = dry_run
         self._deliver = deliver
+        self._shared = shared
         self._recording = False
         self._pending = False
         self.recorded = False
@@ -312,6 +368,16 @@ class _Interrupts:
 
     def said(self) -> str:
         """What was and was not recorded, in one sentence."""
+        if self._shared and not self.scanned:
+            return (
+                "the batches of the shared rescan this scan finished were recorded (their "
+                "write-back and notifications wait in the outbox: `mlcopilot outbox deliver` "
+                "sends them); the batch in progress was not, and is due again for another "
+                "scanner or watcher to take"
+                if self.recorded
+                else "nothing was recorded by this scan; the batch in progress is due again for "
+                "another scanner or watcher to take"
+            )
         if not self.recorded:
             if self._dry_run:
                 return "nothing was recorded or written (a dry run records nothing)"
@@ -338,6 +404,57 @@ class _Interrupts:
                 "before it is sent again"
             )
         return said
+
+
+def _check_preview(folder: Path | None, *, dry_run: bool) -> None:
+    """``--preview DIR`` goes with ``--dry-run``, to a folder it may fill; checked first."""
+    if folder is None:
+        return
+    if not dry_run:
+        raise UsageError(
+            f"--preview {folder}: only with --dry-run (it shows what a scan would send, and "
+            "sends nothing)"
+        )
+    from mlcopilot.cli.render.previews import check_folder
+
+    check_folder(folder, "--preview")
+
+
+def _preview_rows(
+    result: ScanResult, store: StateStore, notify: NotifySettings
+) -> list[RowPreview]:
+    """What the configured sinks would be sent for the dry run's rows (nothing is sent).
+
+    A row whose group already lives in its sink (an issue, a thread) goes where it lives.
+    """
+    from mlcopilot.notify.sinks.preview import preview_rows
+
+    return preview_rows(
+        result.notifications,
+        notify,
+        now=result.now,
+        refs=lambda row: store.sink_ref(row.group_key, row.group_generation, row.sink),
+    )
+
+
+def _save_previews(
+    folder: Path, rows: Sequence[RowPreview], *, configured: bool
+) -> Callable[[Console], None]:
+    """Save each previewed request in ``folder`` (earlier previews replaced); print the list.
+
+    Returns:
+        What prints the list, once the reports are written (before the closing summary).
+    """
+    from mlcopilot.cli.render import previews as shown
+
+    requests = [preview for row in rows for preview in row.previews]
+    try:
+        shown.clear(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        saved = [shown.save(folder, n, preview) for n, preview in enumerate(requests, start=1)]
+    except OSError as exc:
+        raise UsageError(f"--preview {folder}: cannot write: {exc.strerror}") from exc
+    return lambda console: shown.print_dry_run(rows, saved, folder, console, configured=configured)
 
 
 def _gate_rules(
@@ -427,11 +544,19 @@ def _html_links(
     return report_links(store, datahub_url)
 
 
-def _emit(text: str | None, output: Path | None, closing: ScanOutcome, *, quiet: bool) -> None:
+def _emit(
+    text: str | None,
+    output: Path | None,
+    closing: ScanOutcome,
+    *,
+    quiet: bool,
+    before_summary: Callable[[Console], None] | None = None,
+) -> None:
     """Write the report where asked, then the closing summary as the last lines.
 
     The summary goes to stdout, unless stdout carries a JSON or markdown report: then to
-    stderr, so the report stays parseable.
+    stderr, so the report stays parseable. ``before_summary`` prints on the summary's console
+    just before it (the previews' list).
     """
     from mlcopilot.cli.render.terminal import print_relay, print_scan
     from mlcopilot.report.json import render_markdown
@@ -443,6 +568,8 @@ def _emit(text: str | None, output: Path | None, closing: ScanOutcome, *, quiet:
             write_atomically(output, render_markdown(result, closing))
         elif not quiet:
             print_scan(result, out)
+        if before_summary is not None:
+            before_summary(out)
         print_summary(closing, out)
         return
     if output is None:
@@ -453,6 +580,8 @@ def _emit(text: str | None, output: Path | None, closing: ScanOutcome, *, quiet:
             err.print(f"Report written to {output}")
     if result.relay is not None and not quiet:
         print_relay(result.relay, err)
+    if before_summary is not None:
+        before_summary(err if output is None else out)
     print_summary(closing, err if output is None else out)
 
 
@@ -502,3 +631,68 @@ def _progress_lines() -> ScanProgress:
             )
 
     return line
+
+
+def _check_shared(
+    shared: bool, *, model: Sequence[str] | None, now: str | None, dry_run: bool
+) -> None:
+    """``--shared`` scans every model on the wall clock and records: checked first."""
+    if not shared:
+        return
+    for flag, given in (
+        ("--model", bool(model)),
+        ("--now", now is not None),
+        ("--dry-run", dry_run),
+    ):
+        if given:
+            raise UsageError(
+                f"--shared with {flag}: a shared scan is the full rescan of every model, "
+                "recorded batch by batch on the clock of the moment (other processes record "
+                "theirs meanwhile)"
+            )
+
+
+def _shared_scan(
+    service: Service,
+    settings: Settings,
+    opened: tuple[Catalog, StateStore],
+    options: ScanOptions,
+    clock: Clock,
+    interrupts: _Interrupts,
+    *,
+    deliver: bool,
+    progress: ScanProgress | None,
+) -> ScanResult:
+    """Take part in the full rescan shared through ``store``; the batches this scan did.
+
+    Each batch is an ordinary scan of its models, committed with its deliveries left in the
+    outbox; one relay run after the last delivers them (``--deliver``, the default).
+    """
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from mlcopilot.scan.shared import merged, owner_name, run_shared
+    from mlcopilot.scan.wiring import open_state
+
+    catalog, store = opened
+
+    def scan_batch(models: Sequence[str]) -> ScanResult:
+        # The clock of the moment: another process may have recorded a batch meanwhile, and a
+        # scan never runs on a clock earlier than the last one recorded.
+        batch = replace(options, now=datetime.now(UTC), models=tuple(models))
+        return service.scan(
+            catalog, store, batch, deliver=False, progress=progress, steps=interrupts.step
+        )
+
+    run = run_shared(
+        store,
+        catalog,
+        scan_batch,
+        owner=owner_name(),
+        size=settings.watch.rescan_batch,
+        reason="mlcopilot scan --shared",
+        renewals=lambda: open_state(settings, create=False),
+        retry_backoff=settings.watch.retry_backoff,
+    )
+    delivery = service.delivery(catalog, clock, deliver=deliver)
+    return merged(run, catalog=catalog, store=store, delivery=delivery, now=clock.now())

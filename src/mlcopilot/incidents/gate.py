@@ -21,6 +21,7 @@ from mlcopilot.model import (
     Incident,
     IncidentChanges,
     IncidentState,
+    Lineage,
     ModelReport,
     Severity,
     Urn,
@@ -145,18 +146,19 @@ def _counted(
     return tuple(sorted(counted))
 
 
+def truncated_walk(lineage: Lineage) -> str:
+    """The one sentence every report gives for a walk cut short (``lineage.truncated``)."""
+    return (
+        f"the walk was truncated at {count(len(lineage.nodes), 'node')} "
+        "(a hop or node cap was reached): what lies beyond was not checked"
+    )
+
+
 def _coverage_reasons(report: ModelReport) -> list[GateReason]:
     reasons: list[GateReason] = []
     lineage = report.lineage
     if lineage.truncated:
-        reasons.append(
-            GateReason(
-                "truncated",
-                report.urn,
-                f"the walk was truncated at {count(len(lineage.nodes), 'node')} "
-                "(a hop or node cap was reached): what lies beyond was not checked",
-            )
-        )
+        reasons.append(GateReason("truncated", report.urn, truncated_walk(lineage)))
     upstream = [urn for urn in lineage.nodes if urn != lineage.root]
     if upstream and all(urn in report.unknown for urn in upstream):
         reasons.append(

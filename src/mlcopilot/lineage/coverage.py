@@ -46,10 +46,15 @@ def coverage_gaps(lineage: Lineage) -> tuple[CoverageGap, ...]:
     In walk order from the model. When the walk was truncated, an entity at the cap may have
     upstream that was not walked, and its reason says so.
     """
+    # The walk below never goes past a dataset: only the other nodes' edges are kept (a
+    # large lineage is nearly all datasets).
+    nodes = lineage.nodes
     feeds: dict[Urn, list[Edge]] = {}
     for edge in lineage.edges:
         if edge.kind != "feature_table":
-            feeds.setdefault(edge.downstream, []).append(edge)
+            node = nodes.get(edge.downstream)
+            if node is None or node.entity_type is not EntityType.DATASET:
+                feeds.setdefault(edge.downstream, []).append(edge)
     gaps: list[CoverageGap] = []
     seen = {lineage.root}
     queue = deque([lineage.root])
@@ -82,16 +87,19 @@ def profile_readiness(lineage: Lineage, usage: Mapping[Urn, ColumnUsage]) -> Pro
         if urn == lineage.root or node.entity_type is not EntityType.DATASET or not node.exists:
             continue
         datasets += 1
-        fields = {f.path: f for f in node.profile.fields} if node.profile is not None else {}
+        feeds = usage.get(urn, UNKNOWN_USAGE).feeds
+        if node.profile is None:  # most datasets of most estates: only the count is needed
+            names = [f.path for f in node.schema.fields] if node.schema else []
+            columns += sum(1 for c in names if feeds(c) is not False)
+            unprofiled.append(urn)
+            continue
+        fields = {f.path: f for f in node.profile.fields}
         numeric = (
             {f.path for f in node.schema.fields if f.type == "NumberType"} if node.schema else set()
         )
         names = [f.path for f in node.schema.fields] if node.schema else list(fields)
-        feeding = [c for c in names if usage.get(urn, UNKNOWN_USAGE).feeds(c) is not False]
+        feeding = [c for c in names if feeds(c) is not False]
         columns += len(feeding)
-        if node.profile is None:
-            unprofiled.append(urn)
-            continue
         if not node.profile.fields:
             table_level.append(urn)
             continue

@@ -44,19 +44,21 @@ def walk_upstream(source: UpstreamSource, root: Urn, limits: WalkLimits) -> Line
     truncated = False
     hops = 0
 
+    max_hops, max_nodes = limits.max_hops, limits.max_nodes
     while frontier:
         level_edges = source.upstream(frontier)
         new: list[Urn] = []
         for edge in level_edges:
-            if edge.downstream not in paths:
+            downstream, upstream = edge.downstream, edge.upstream
+            if downstream not in paths:
                 continue  # a backend may answer for more than was asked; keep the walk exact
-            if edge.upstream not in paths:
-                if hops >= limits.max_hops or len(paths) >= limits.max_nodes:
+            if upstream not in paths:
+                if hops >= max_hops or len(paths) >= max_nodes:
                     truncated = True
                     continue
-                paths[edge.upstream] = (*paths[edge.downstream], edge.upstream)
-                new.append(edge.upstream)
-            edges.setdefault((edge.downstream, edge.upstream, edge.kind), edge)
+                paths[upstream] = (*paths[downstream], upstream)
+                new.append(upstream)
+            edges.setdefault((downstream, upstream, edge.kind), edge)
         if new:
             nodes.update(source.nodes(new))
         frontier = new

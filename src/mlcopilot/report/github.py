@@ -1,7 +1,9 @@
 """``scan --format github``: GitHub Actions workflow commands, and the job summary.
 
 Each finding becomes an annotation: critical and high ``::error``, medium ``::warning``, low
-``::notice``, titled by its check and model. A failed gate adds one ``::error`` of its own.
+``::notice``, titled by its check and model. A model whose walk was cut short gets a
+``::warning`` saying so (its lack of findings is not a clean bill), and a failed gate adds one
+``::error`` of its own.
 
 Catalog text is cleaned first, as every other human format cleans it
 (:func:`mlcopilot.text.safe.clean`): no control character (ESC, BEL: a terminal's escape
@@ -19,7 +21,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from mlcopilot.incidents.gate import GateVerdict
+from mlcopilot.incidents.gate import GateVerdict, truncated_walk
 from mlcopilot.model import Finding, Severity
 from mlcopilot.scan import ScanResult
 from mlcopilot.text.names import short_name
@@ -59,6 +61,15 @@ def command(name: str, message: str, **properties: str) -> str:
 def render_github(result: ScanResult, verdict: GateVerdict | None) -> str:
     """The annotations of a scan, one line each, ending with a newline (empty: none)."""
     lines = [_annotation(f) for model in result.models for f in model.findings]
+    lines += [
+        command(
+            "warning",
+            f"{short_name(model.urn)}: {truncated_walk(model.lineage)}",
+            title=f"mlcopilot partial walk of {short_name(model.urn)}",
+        )
+        for model in result.models
+        if model.lineage.truncated
+    ]
     if verdict is not None and not verdict.passed:
         reasons = "; ".join(
             f"{short_name(r.model)}: {r.message}" if r.model else r.message for r in verdict.reasons

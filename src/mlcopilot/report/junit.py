@@ -2,7 +2,9 @@
 
 One ``<testsuite>`` per model, one ``<testcase>`` per (model, check that ran). A test case
 fails (``<failure>``) for its findings at or above ``--fail-on``, or for any finding when no
-threshold was given; findings below the threshold are listed in its ``<system-out>``.
+threshold was given; findings below the threshold are listed in its ``<system-out>``. A model
+whose walk was cut short gets one more case, ``lineage walk``, ``<skipped>`` with why: its
+checks passing says nothing of what lies beyond the cut, so the suite must not read as clean.
 
 Catalog text reaches XML through :mod:`xml.etree.ElementTree`, which escapes markup; the
 characters XML 1.0 forbids outright (NUL and most C0 controls, lone surrogates) are removed
@@ -15,9 +17,13 @@ import re
 from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
+from mlcopilot.incidents.gate import truncated_walk
 from mlcopilot.model import CheckInfo, Finding, ModelReport, Severity
 from mlcopilot.scan import ScanResult
 from mlcopilot.text.wording import count
+
+WALK_CASE = "lineage walk"
+"""The test case of a model whose walk was cut short (skipped: not everything was checked)."""
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 """What XML 1.0's ``Char`` production leaves out."""
@@ -78,11 +84,16 @@ def _suite(
         if passing:
             below = ET.SubElement(case, "system-out")
             below.text = "Below the gate's threshold:\n" + "\n".join(_line(f) for f in passing)
-    suite.set("tests", str(len(checks)))
+    tests, skipped = len(checks), 0
+    if model.lineage.truncated:
+        case = ET.SubElement(suite, "testcase", name=WALK_CASE, classname=xml_safe(model.urn))
+        ET.SubElement(case, "skipped", message=xml_safe(truncated_walk(model.lineage)))
+        tests, skipped = tests + 1, 1
+    suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
-    suite.set("skipped", "0")
-    return suite, len(checks), failures
+    suite.set("skipped", str(skipped))
+    return suite, tests, failures
 
 
 def _line(finding: Finding) -> str:

@@ -20,6 +20,10 @@ it (``uriBaseId`` ``%SRCROOT%``), as GitHub wants; one outside is an absolute ``
 ``primaryLocationLineHash`` (the only key GitHub's code scanning reads) and as
 ``mlcopilotIncident/v1``. So the same risk is one alert from run to run, wherever its
 location's lines move.
+
+A model whose walk was cut short (a hop or node cap) is a warning among the run's
+``invocations[0].toolExecutionNotifications`` (:data:`PARTIAL_WALK`): its results are not all
+there is to find.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from mlcopilot.errors import ConfigError
-from mlcopilot.model import CheckInfo, Finding, Severity, Urn
+from mlcopilot.incidents.gate import truncated_walk
+from mlcopilot.model import CheckInfo, Finding, ModelReport, Severity, Urn
 from mlcopilot.scan import ScanResult
 from mlcopilot.settings import Settings
 from mlcopilot.text.names import short_name
@@ -45,6 +50,8 @@ FINGERPRINT = "mlcopilotIncident/v1"
 LINE_HASH = "primaryLocationLineHash"
 """The ``partialFingerprints`` key GitHub's code scanning keys an alert's identity on."""
 SRCROOT = "%SRCROOT%"
+PARTIAL_WALK = "mlcopilot/partial-walk"
+"""The id of the notification saying a model's walk was cut short (not everything checked)."""
 """The ``uriBaseId`` of a relative location: the repository's root, where the scan ran."""
 READ_AT_MOST = 2_000_000
 """A located file longer than this (bytes) is not read for a column's line (line 1)."""
@@ -237,22 +244,29 @@ def sarif_dict(
         "version": mlcopilot.__version__,
         "rules": [_rule(info) for info in infos],
     }
+    run: dict[str, Any] = {
+        "tool": {"driver": driver},
+        "originalUriBaseIds": {
+            SRCROOT: {"description": {"text": "The repository's root: the folder the scan ran in."}}
+        },
+        "results": results,
+        "properties": {"catalog": result.catalog, "now": result.now.isoformat()},
+    }
+    partial = [_partial_walk(model) for model in result.models if model.lineage.truncated]
+    if partial:
+        # The run's results are not all there is: say which walks stopped short, and why.
+        run["invocations"] = [{"executionSuccessful": True, "toolExecutionNotifications": partial}]
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _partial_walk(model: ModelReport) -> dict[str, Any]:
+    """A notification that ``model``'s walk was cut short (``lineage.truncated``)."""
     return {
-        "$schema": SARIF_SCHEMA,
-        "version": SARIF_VERSION,
-        "runs": [
-            {
-                "tool": {"driver": driver},
-                "originalUriBaseIds": {
-                    SRCROOT: {
-                        "description": {
-                            "text": "The repository's root: the folder the scan ran in."
-                        }
-                    }
-                },
-                "results": results,
-                "properties": {"catalog": result.catalog, "now": result.now.isoformat()},
-            }
+        "descriptor": {"id": PARTIAL_WALK},
+        "level": "warning",
+        "message": {"text": f"{model.urn}: {truncated_walk(model.lineage)}"},
+        "locations": [
+            {"logicalLocations": [{"fullyQualifiedName": model.urn, "name": short_name(model.urn)}]}
         ],
     }
 

@@ -421,8 +421,13 @@ def _with_open_on(store: StateStore, previous: Sequence[Incident]) -> list[Incid
     and one they had before (the entity is then in ``previous``) may be held by another's.
     """
     mine = {i.id for i in previous}
+    models = sorted({i.model for i in previous})
     entities = sorted({i.entity for i in previous})
-    others = store.incidents(entities=entities, include_resolved=False) if entities else []
+    others = (
+        store.incidents(entities=entities, include_resolved=False, other_than=models)
+        if entities
+        else []
+    )
     return [*previous, *(i for i in others if i.id not in mine)]
 
 

@@ -7,7 +7,9 @@ scan (stored with it), and which (model, check, entity) triples were evaluated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import gc
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -73,6 +75,42 @@ def walk_and_check(
     step: Step | None = None,
 ) -> Checked:
     """Walk every model's lineage, choose its baselines and run every check on every node."""
+    with _no_collections():
+        return _walk_and_check(
+            catalog, store, checks, models, now=now, limits=limits, progress=progress, step=step
+        )
+
+
+@contextmanager
+def _no_collections() -> Iterator[None]:
+    """No cyclic garbage collection while walking and checking (it resumes after).
+
+    The walk and the checks build what the scan keeps (nodes, edges, paths, findings) and
+    make no reference cycles; each collection would re-examine all of it, a sixth of a
+    100,000-entity walk's time (``benchmarks/RESULTS.md``). Objects are still freed as
+    soon as nothing refers to them; cyclic garbage, if any, is collected after.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _walk_and_check(
+    catalog: Catalog,
+    store: StateStore,
+    checks: Sequence[Check],
+    models: Sequence[Urn],
+    *,
+    now: datetime,
+    limits: WalkLimits,
+    progress: Progress | None,
+    step: Step | None,
+) -> Checked:
     step = step or _nowhere
     if len(models) > 1 and isinstance(catalog, LineagePrefetch):
         step(f"reading the lineage of all {len(models)} models at once")
@@ -135,31 +173,37 @@ def check_model(
     errors: list[str] = []
     missed: set[tuple[str, Urn]] = set()
     undecided: set[tuple[str, Urn, str | None]] = set()
+    # Every check runs on every node (10,000s of times a scan): the loop is kept lean.
+    runs = [(check.name, check.run) for check in checks]
+    paths, usage_of, profile_of = lineage.paths, usage.get, (profiles or {}).get
+    path_of = column_paths.path
     for urn, node in lineage.nodes.items():
         if urn == lineage.root:
             continue
         baseline = known.get(urn)
         ctx = CheckContext(
             model=model,
-            path=lineage.paths[urn],
+            path=paths[urn],
             now=now,
-            usage=usage.get(urn, UNKNOWN_USAGE),
+            usage=usage_of(urn, UNKNOWN_USAGE),
             baseline=baseline.schema if baseline is not None else None,
-            profile_baseline=(profiles or {}).get(urn),
-            column_path=partial(column_paths.path, urn),
+            profile_baseline=profile_of(urn),
+            column_path=partial(path_of, urn),
         )
-        for check in checks:
+        for name, run in runs:
             try:
-                outcome = check.run(node, ctx)
+                outcome = run(node, ctx)
             except Exception as exc:  # a crashing check must not stop the walk; it is reported
-                errors.append(f"check {check.name} crashed on {urn}: {type(exc).__name__}: {exc}")
-                missed.add((check.name, urn))
+                errors.append(f"check {name} crashed on {urn}: {type(exc).__name__}: {exc}")
+                missed.add((name, urn))
                 continue
-            findings.extend(outcome.findings)
-            undecided.update((check.name, urn, field) for field in outcome.undecided)
+            if outcome.findings:
+                findings.extend(outcome.findings)
+            if outcome.undecided:
+                undecided.update((name, urn, field) for field in outcome.undecided)
             if outcome.unknown is not None:
-                unknown.setdefault(urn, []).append(f"{check.name}: {outcome.unknown}")
-                missed.add((check.name, urn))
+                unknown.setdefault(urn, []).append(f"{name}: {outcome.unknown}")
+                missed.add((name, urn))
     report = ModelReport(
         urn=model.urn,
         lineage=lineage,
@@ -246,6 +290,7 @@ def schema_baselines(
     known: dict[Urn, dict[Urn, Baseline]] = {}
     wanted: list[tuple[Urn, datetime]] = []
     all_stored = store.baselines_of([lineage.root for lineage in lineages])
+    same: dict[tuple[int, int], bool] = {}
     for lineage in lineages:
         model = lineage.nodes[lineage.root]
         datasets = [
@@ -256,7 +301,9 @@ def schema_baselines(
             and node.schema is not None
         ]
         stored = {b.dataset: b for b in all_stored[model.urn]}
-        known[model.urn] = {n.urn: stored[n.urn] for n in datasets if n.urn in stored}
+        known[model.urn] = {
+            n.urn: _sharing(stored[n.urn], n, same) for n in datasets if n.urn in stored
+        }
         missing[model.urn] = [n for n in datasets if n.urn not in stored]
         if model.trained_at is not None:
             wanted += [(n.urn, model.trained_at) for n in missing[model.urn]]
@@ -278,6 +325,33 @@ def schema_baselines(
         known[model.urn].update((b.dataset, b) for b in new)
         result[model.urn] = (known[model.urn], new)
     return result
+
+
+def _sharing(baseline: Baseline, node: Node, same: dict[tuple[int, int], bool]) -> Baseline:
+    """``baseline``, holding the node's own schema object when the two are equal.
+
+    A stored baseline is read back as a schema of its own, and most equal the dataset's schema
+    today. Holding the node's object instead is what a first scan does (its new baselines are
+    the walk's schemas): a second scan then holds no more than the first, and the checks see
+    an unchanged schema as the very same one. ``same`` keeps each comparison made (by the ids
+    of the two schemas, both alive for the scan).
+    """
+    current = node.schema
+    if current is None or baseline.schema is current:
+        return baseline
+    key = (id(baseline.schema), id(current))
+    equal = same.get(key)
+    if equal is None:
+        equal = same[key] = baseline.schema == current
+    if not equal:
+        return baseline
+    return Baseline(
+        model=baseline.model,
+        dataset=baseline.dataset,
+        schema=current,
+        source=baseline.source,
+        captured_at=baseline.captured_at,
+    )
 
 
 def profile_baselines(

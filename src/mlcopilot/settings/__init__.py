@@ -416,6 +416,12 @@ class WatchSection(_Section):
         timedelta(seconds=30),
         description="wait after a failed rescan, doubled per failure up to rescan_interval",
     )
+    rescan_batch: int = Field(
+        250,
+        ge=1,
+        description="models per batch of a full rescan, which every watcher and `scan --shared` "
+        "on the state database take from together",
+    )
     failed_events_dir: str | None = Field(
         None, description="where poison events are logged (default: $MLCOPILOT_HOME/failed-events)"
     )
@@ -471,6 +477,7 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "watch.offset_reset": "MLCOPILOT_WATCH_OFFSET_RESET",
     "watch.rescan_interval": "MLCOPILOT_RESCAN_INTERVAL",
     "watch.retry_backoff": "MLCOPILOT_WATCH_RETRY_BACKOFF",
+    "watch.rescan_batch": "MLCOPILOT_RESCAN_BATCH",
     "watch.failed_events_dir": "MLCOPILOT_FAILED_EVENTS_DIR",
     "watch.ignore_actors": "MLCOPILOT_WATCH_IGNORE_ACTORS",
 }

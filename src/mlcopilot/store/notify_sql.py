@@ -332,23 +332,29 @@ _GROUPS_PER_QUERY = 400
 """(key, generation) pairs per read: two parameters each, under SQLite's limit."""
 
 
+_MEMBER_COLUMNS = tuple(c for c in t.incidents.c if c.name != "evidence")
+"""An incident's columns but its evidence: no member needs it, and it is most of the row (a
+second scan of an estate reads every stored member of every group its findings are in)."""
+
+
 def _stored_members(
     conn: Connection, groups: Sequence[tuple[str, int]]
 ) -> dict[tuple[str, int], dict[str, Mapping[str, Any]]]:
     """The stored latest generation of each incident of each group, by incident id.
 
     Within a group, incidents are in id order, as a query of that group alone gives them.
+    Their evidence is not read (given as empty): :func:`_members` needs none of it.
     """
     i = t.incidents
     query = (
-        select(i)
+        select(*_MEMBER_COLUMNS)
         .where(tuple_(i.c.group_key, i.c.group_generation).in_(groups))
         .order_by(i.c.id, i.c.generation)
     )
     found: dict[tuple[str, int], dict[str, Mapping[str, Any]]] = {}
     for row in conn.execute(query):
         group = (row.group_key, int(row.group_generation))
-        found.setdefault(group, {})[row.id] = dict(row._mapping)
+        found.setdefault(group, {})[row.id] = {**row._mapping, "evidence": {}}
     return found
 
 
@@ -510,6 +516,12 @@ def _incident(m: Mapping[str, Any]) -> Incident:
 
 
 def _with_state(refreshed: Incident, stored: Incident) -> Incident:
+    if (refreshed.state, refreshed.acknowledged_at, refreshed.acknowledged_by) == (
+        stored.state,
+        stored.acknowledged_at,
+        stored.acknowledged_by,
+    ):
+        return refreshed  # the same state already (a scan's common case): no copy
     return replace(
         refreshed,
         state=stored.state,

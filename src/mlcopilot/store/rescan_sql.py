@@ -7,6 +7,11 @@ serialises writers with ``BEGIN IMMEDIATE``. A claim carries a lease: a watcher 
 mid-scan leaves its rows claimed until the lease expires, then another watcher takes them; a
 live watcher renews the lease of the rows it holds while it scans (:func:`renew`), so a scan
 longer than the lease keeps its claim.
+
+A full rescan is split into batch requests (:func:`split`), rows keyed ``*/...`` with their
+models in ``models``, claimed one per claim by every watcher and ``mlcopilot scan --shared``
+on the database, after the requests for models (an event's rescan never waits behind a full
+rescan's batches).
 """
 
 from __future__ import annotations
@@ -15,11 +20,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, or_, select, update
+from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.model import Urn
-from mlcopilot.protocols import RescanRequest
+from mlcopilot.protocols import BATCH_PREFIX, RescanRequest, RescanSplit
 from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
@@ -62,13 +67,43 @@ def request(conn: Connection, models: Sequence[Urn], *, reason: str, now: dateti
 
 
 def claim(
-    conn: Connection, *, owner: str, now: datetime, lease: timedelta, limit: int
+    conn: Connection,
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+    only_batches: bool = False,
 ) -> list[RescanRequest]:
-    """Take up to ``limit`` due, unclaimed (or lease-expired) rows for ``owner``."""
+    """Take due, unclaimed (or lease-expired) rows for ``owner``.
+
+    Up to ``limit`` rows for models (``*`` included); when none is due (or ``only_batches``),
+    one batch.
+    """
+    r = t.rescan_requests
+    rows = [] if only_batches else _claimable(conn, r.c.models.is_(None), now=now, limit=limit)
+    if not rows:
+        rows = _claimable(conn, r.c.models.is_not(None), now=now, limit=1)
+    if not rows:
+        return []
+    until = now + lease
+    conn.execute(
+        update(r)
+        .where(r.c.model.in_([m["model"] for m in rows]))
+        .values(claimed_by=owner, claimed_at=now, lease_until=until)
+    )
+    return [
+        _request({**m, "claimed_by": owner, "claimed_at": now, "lease_until": until}) for m in rows
+    ]
+
+
+def _claimable(conn: Connection, kind: Any, *, now: datetime, limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` due rows of ``kind`` no live lease holds, locked (PostgreSQL) or not."""
     r = t.rescan_requests
     query = (
         select(r)
         .where(
+            kind,
             r.c.due_at <= now,
             or_(r.c.claimed_by.is_(None), r.c.lease_until <= now),
         )
@@ -77,15 +112,77 @@ def claim(
     )
     if conn.dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True)
-    rows = [dict(row._mapping) for row in conn.execute(query)]
-    if not rows:
-        return []
-    conn.execute(
-        update(r)
-        .where(r.c.model.in_([m["model"] for m in rows]))
-        .values(claimed_by=owner, claimed_at=now, lease_until=now + lease)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def split(
+    conn: Connection,
+    models: Sequence[Urn],
+    *,
+    size: int,
+    reason: str,
+    now: datetime,
+    stale_after: timedelta,
+    owner: str,
+    held: Sequence[RescanRequest],
+    again_at: datetime | None,
+) -> RescanSplit:
+    """Complete ``held`` and make the batches of a full rescan of ``models``, or join one.
+
+    See :meth:`mlcopilot.protocols.StateStore.split_rescan`. Splits are serialised: on
+    PostgreSQL by a transaction-scoped advisory lock on this schema's table (two splitters
+    must not both see no rescan under way and both start one; claims do not take it), on
+    SQLite by the write lock every write transaction takes.
+    """
+    if size < 1:
+        raise ValueError(f"a rescan batch holds at least one model, not {size}")
+    r = t.rescan_requests
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            select(func.pg_advisory_xact_lock(func.hashtext(func.current_schema()), _SPLIT_LOCK))
+        )
+    if held and not complete(conn, held, owner=owner, now=now, again_at=again_at):
+        return RescanSplit(batches=0, held=False)
+    batches = list(
+        conn.execute(
+            select(r.c.claimed_by, r.c.lease_until, r.c.requested_at, r.c.attempts).where(
+                r.c.models.is_not(None)
+            )
+        )
     )
-    return [_request({**m, "claimed_by": owner, "claimed_at": now}) for m in rows]
+    since = now - stale_after
+    under_way = any(
+        (claimed is not None and lease_until is not None and lease_until > now)
+        or (attempts == 0 and requested_at > since)
+        for claimed, lease_until, requested_at, attempts in batches
+    )
+    if under_way:
+        return RescanSplit(batches=0, under_way=len(batches))
+    # No batch is held under a live lease: whatever is left of an earlier rescan (its every
+    # holder died, or it kept failing) is covered by this one.
+    conn.execute(delete(r).where(r.c.models.is_not(None)))
+    wanted = list(dict.fromkeys(models))
+    parts = [wanted[i : i + size] for i in range(0, len(wanted), size)]
+    stamp = f"{now:%Y%m%dT%H%M%S.%fZ}"
+    text = reason[:_REASON_LIMIT]
+    rows = [
+        {
+            "model": f"{BATCH_PREFIX}{stamp}/{n:05d}",
+            "reason": f"full rescan, batch {n} of {len(parts)}: {text}"[:_REASON_LIMIT],
+            "requested_at": now,
+            "due_at": now,
+            "attempts": 0,
+            "models": part,
+        }
+        for n, part in enumerate(parts, start=1)
+    ]
+    for chunk in chunks(rows):
+        conn.execute(insert(r), list(chunk))
+    return RescanSplit(batches=len(rows))
+
+
+_SPLIT_LOCK = 0x6D6C_7273
+"""The second key of the advisory lock splits take (the first: this schema's name, hashed)."""
 
 
 def renew(
@@ -196,4 +293,6 @@ def _request(m: dict[str, Any]) -> RescanRequest:
         claimed_by=m["claimed_by"],
         claimed_at=m["claimed_at"],
         last_error=m["last_error"],
+        models=tuple(m.get("models") or ()),
+        lease_until=m.get("lease_until"),
     )

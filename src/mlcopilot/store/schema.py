@@ -247,8 +247,10 @@ rescan_requests = Table(
     Column("claimed_at", UTCDateTime),
     Column("lease_until", UTCDateTime),
     Column("last_error", Text),
+    Column("models", JSON),
     PrimaryKeyConstraint("model"),
     CheckConstraint("attempts >= 0", name="attempts"),
     Index("ix_rescan_requests_due_at", "due_at"),
 )
-"""Models ``mlcopilot watch`` must scan again (``*``: all of them), one row per model."""
+"""Models ``mlcopilot watch`` must scan again (``*``: all of them), one row per model; and the
+batches a full rescan is split into (``model`` ``*/...``, their models in ``models``)."""

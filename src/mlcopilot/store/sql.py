@@ -11,6 +11,7 @@ line that names the URL, with any password hidden, and says how to fix it.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,7 +33,9 @@ from sqlalchemy import (
     Connection,
     Engine,
     Row,
+    Text,
     and_,
+    cast,
     create_engine,
     event,
     func,
@@ -75,7 +78,7 @@ from mlcopilot.model import (
     profile_from_json,
     profile_to_json,
 )
-from mlcopilot.protocols import ClosedOnExit, RescanRequest
+from mlcopilot.protocols import ClosedOnExit, RescanRequest, RescanSplit
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
@@ -206,14 +209,25 @@ class SqlStore(ClosedOnExit):
             return [_baseline_from(row) for row in conn.execute(query)]
 
     def baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[Baseline]]:
-        """:meth:`baselines` of each of ``models`` (every one a key), a statement per chunk."""
+        """:meth:`baselines` of each of ``models`` (every one a key), a statement per chunk.
+
+        Each distinct stored schema is decoded once, and every baseline holding it shares the
+        one :class:`~mlcopilot.model.Schema`: the models sharing a dataset store the same
+        schema for it. (Decoded row by row, the second scan of 1,000 models over 5,000
+        datasets made 145,071 schemas of 5,000 distinct ones: 0.9 GB more than the first scan,
+        which shares the walk's own.)
+        """
         b = t.baselines
         found: dict[Urn, list[Baseline]] = {model: [] for model in models}
+        schemas: dict[str, Schema] = {}
+        columns = (b.c.model, b.c.dataset, _SCHEMA_TEXT, b.c.source, b.c.captured_at)
         with self._read("reading baselines") as conn:
             for chunk in chunks(list(found)):
-                query = select(b).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
+                query = (
+                    select(*columns).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
+                )
                 for row in conn.execute(query):
-                    found[row.model].append(_baseline_from(row))
+                    found[row.model].append(_baseline_from(row, schemas))
         return found
 
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:
@@ -249,6 +263,7 @@ class SqlStore(ClosedOnExit):
         include_resolved: bool = True,
         models: Sequence[Urn] | None = None,
         entities: Sequence[Urn] | None = None,
+        other_than: Sequence[Urn] = (),
     ) -> list[Incident]:
         """The latest generation of every incident (optionally filtered), newest first.
 
@@ -257,6 +272,9 @@ class SqlStore(ClosedOnExit):
             models: Only these models' incidents (what a scan of them reconciles against,
                 rather than every incident in the store).
             entities: Only incidents on these entities.
+            other_than: Leaving out these models' incidents (a scan has read its models'
+                already). Told apart by reading ids and models first, so the rows left out
+                are never decoded, however many models are named.
 
         Returns:
             Incidents ordered by ``opened_at``, newest first, then by id.
@@ -271,6 +289,7 @@ class SqlStore(ClosedOnExit):
             raise ValueError("incidents(): give models or entities, not both")
         column, values = wanted[0] if wanted else (None, [])
         slices: list[list[Urn] | None] = list(chunks(values)) if column is not None else [None]
+        skip = frozenset(other_than)
         found: list[Incident] = []
         with self._read("reading incidents") as conn:
             for chunk in slices:
@@ -285,6 +304,13 @@ class SqlStore(ClosedOnExit):
                 )
                 if not include_resolved:
                     query = query.where(i.c.state != IncidentState.RESOLVED.value)
+                if skip:
+                    ids = conn.execute(query.with_only_columns(i.c.id, i.c.model)).all()
+                    kept = [row.id for row in ids if row.model not in skip]
+                    for part in chunks(kept):
+                        rows = conn.execute(query.where(i.c.id.in_(part)))
+                        found += [_incident_from(row) for row in rows]
+                    continue
                 found += [_incident_from(row) for row in conn.execute(query)]
         # An incident keeps its model and entity across generations: no id is in two chunks.
         found.sort(key=lambda x: x.id)
@@ -581,12 +607,49 @@ class SqlStore(ClosedOnExit):
             return rescan_sql.request(conn, models, reason=reason, now=now)
 
     def claim_rescans(
-        self, *, owner: str, now: datetime, lease: timedelta, limit: int = 100
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        limit: int = 100,
+        only_batches: bool = False,
     ) -> list[RescanRequest]:
-        """Take up to ``limit`` due rescan requests for ``owner`` under a lease."""
+        """Take due rescan requests for ``owner`` under a lease: models first, else a batch."""
         _require_aware("now", now)
         with self._write("claiming rescan requests") as conn:
-            return rescan_sql.claim(conn, owner=owner, now=now, lease=lease, limit=limit)
+            return rescan_sql.claim(
+                conn, owner=owner, now=now, lease=lease, limit=limit, only_batches=only_batches
+            )
+
+    def split_rescan(
+        self,
+        models: Sequence[Urn],
+        *,
+        size: int,
+        reason: str,
+        now: datetime,
+        stale_after: timedelta,
+        owner: str = "",
+        held: Sequence[RescanRequest] = (),
+        again_at: datetime | None = None,
+    ) -> RescanSplit:
+        """Start (or join) a full rescan of ``models`` in batches of ``size``; see the protocol."""
+        _require_aware("now", now)
+        if again_at is not None:
+            _require_aware("again_at", again_at)
+        with self._write("splitting a full rescan") as conn:
+            return rescan_sql.split(
+                conn,
+                models,
+                size=size,
+                reason=reason,
+                now=now,
+                stale_after=stale_after,
+                owner=owner,
+                held=held,
+                again_at=again_at,
+            )
 
     def renew_rescans(
         self, requests: Sequence[RescanRequest], *, owner: str, now: datetime, lease: timedelta
@@ -1025,10 +1088,25 @@ def _baseline_row(b: Baseline) -> dict[str, Any]:
     }
 
 
-def _baseline_from(row: Row[Any]) -> Baseline:
+_SCHEMA_TEXT: Final = cast(t.baselines.c.schema, Text).label("schema_text")
+"""A baseline's schema as the stored JSON text (PostgreSQL's ``json`` keeps it as written)."""
+
+
+def _baseline_from(row: Row[Any], schemas: dict[str, Schema] | None = None) -> Baseline:
+    """The baseline of a row; with ``schemas``, a row selected with :data:`_SCHEMA_TEXT`.
+
+    ``schemas`` holds the schemas decoded so far by their text: equal texts share one.
+    """
     m = row._mapping
     try:
-        schema = _SCHEMA.validate_python(m["schema"])
+        if schemas is None:
+            schema = _SCHEMA.validate_python(m["schema"])
+        else:
+            text = m["schema_text"]
+            known = schemas.get(text)
+            if known is None:
+                known = schemas[text] = _SCHEMA.validate_python(json.loads(text))
+            schema = known
     except ValidationError as exc:
         raise StoreError(
             f"the stored baseline of {m['dataset']} for {m['model']} is unreadable "

@@ -110,6 +110,7 @@ class MlcopilotAction(Action):
                 retry_backoff=settings.watch.retry_backoff,
                 limits=limits,
                 lease=lease,
+                rescan_batch=settings.watch.rescan_batch,
             )
             worker = Worker(settings, index, options)
             worker.start()

@@ -10,7 +10,12 @@ The threads of the watch process, each with its own state store connection:
   that fails leaves them to retry with backoff (``watch.retry_backoff``, doubled per failure,
   at most the rescan interval). The request :data:`~mlcopilot.protocols.ALL_MODELS` is the
   full rescan: made when the watcher starts, and rescheduled every ``watch.rescan_interval``
-  (freshness has no event: staleness is the absence of one).
+  (freshness has no event: staleness is the absence of one). The watcher that claims it lists
+  the models and splits it, in the transaction that reschedules it, into batch requests of
+  ``watch.rescan_batch`` models (or joins the full rescan already under way); every watcher on
+  the database (and ``mlcopilot scan --shared``) then claims those batches under the same
+  leases as any request, one per claim and only when no model's request is due, so several
+  watchers share the full rescan and an event's rescan never waits behind it.
 - the *lease* thread renews, every third of ``lease``, the claim on the requests the scanner
   holds, so a scan longer than the lease is never taken over by a second watcher while this
   one is alive; once it dies (SIGKILL, a lost node) renewals stop and the lease runs out.
@@ -68,6 +73,8 @@ class WorkerOptions:
     limits: WalkLimits = field(default_factory=WalkLimits)
     lease: timedelta = LEASE
     """How long a claim outlives its watcher's last renewal."""
+    rescan_batch: int = 250
+    """Models per batch of a full rescan (``watch.rescan_batch``)."""
 
 
 def owner_name() -> str:
@@ -107,6 +114,8 @@ class Worker:
         self._lease_thread: threading.Thread | None = None
         self.scans = 0
         """Scans committed (for tests and the closing line)."""
+        self.batches = 0
+        """Batches of a full rescan among them."""
         self.failures = 0
 
     @property
@@ -262,20 +271,25 @@ class Worker:
     ) -> None:
         from mlcopilot.scan import ScanOptions
 
-        full = any(r.model == ALL_MODELS for r in claimed)
+        full = [r for r in claimed if r.model == ALL_MODELS]
         if full:
-            models = list(self._options.models) or catalog.models()
-        else:
-            wanted = [r.model for r in claimed if self._index.watches(r.model)]
-            found = catalog.nodes(wanted) if wanted else {}
-            models = [m for m in wanted if found[m].exists]
-            self._index.forget(m for m in wanted if not found[m].exists)
+            self._split(catalog, store, full, now)
+        claimed = [r for r in claimed if r.model != ALL_MODELS]
+        # A batch's models, or the models asked for (each model once: a batch is claimed alone).
+        asked = dict.fromkeys(m for r in claimed for m in (r.models or (r.model,)))
+        wanted = [m for m in asked if self._index.watches(m)]
+        found = catalog.nodes(wanted) if wanted else {}
+        models = [m for m in wanted if found[m].exists]
+        self._index.forget(m for m in wanted if not found[m].exists)
         if models:
-            options = ScanOptions(now=now, models=models, limits=self._options.limits)
+            # The clock is read now, not at the claim: another watcher's scan may have been
+            # committed meanwhile, and a scan never runs on a clock earlier than the last one's.
+            options = ScanOptions(now=_now(), models=models, limits=self._options.limits)
             # Committed as outbox rows; the relay processes deliver them (woken below).
             result = service.scan(catalog, store, options, clock=SystemClock(), deliver=False)
             self._index.update(report.lineage for report in result.models)
             self.scans += 1
+            self.batches += sum(1 for r in claimed if r.is_batch)
             changes = result.changes
             self._say(
                 f"watch: scanned {len(models)} model(s) ({_reasons(claimed)}): "
@@ -284,12 +298,34 @@ class Worker:
             )
             for relay in self._relays:
                 relay.wake()
-        interval = self._options.rescan_interval
-        if full and interval is not None:
-            full_rows = [r for r in claimed if r.model == ALL_MODELS]
-            store.complete_rescans(full_rows, owner=self.owner, now=_now(), again_at=now + interval)
-            claimed = [r for r in claimed if r.model != ALL_MODELS]
         store.complete_rescans(claimed, owner=self.owner, now=_now())
+
+    def _split(
+        self, catalog: Catalog, store: StateStore, full: list[RescanRequest], now: datetime
+    ) -> None:
+        """Split the full rescan into batch requests (or join the one under way); reschedule it."""
+        interval = self._options.rescan_interval
+        models = list(self._options.models) or catalog.models()
+        split = store.split_rescan(
+            models,
+            size=self._options.rescan_batch,
+            reason=_reasons(full),
+            now=_now(),
+            stale_after=self._options.lease,
+            owner=self.owner,
+            held=full,
+            again_at=None if interval is None else now + interval,
+        )
+        if split.batches:
+            self._say(
+                f"watch: full rescan of {len(models)} model(s) ({_reasons(full)}) split into "
+                f"{split.batches} batch(es) of up to {self._options.rescan_batch}"
+            )
+        elif split.held:
+            self._say(
+                f"watch: a full rescan is already under way ({split.under_way} batch(es) left): "
+                "joined it"
+            )
 
     def _failed(self, store: StateStore, claimed: list[RescanRequest], exc: Exception) -> None:
         attempts = max(r.attempts for r in claimed)

@@ -14,8 +14,9 @@ unique entities, however many models share them. A graph that keeps going after
 :data:`DEEP_LEVELS` levels with a narrow frontier (a long chain) is finished with DataHub's
 lineage index instead: one ``scrollAcrossLineage`` from each frontier urn finds everything
 upstream of it in ``ceil(N / page)`` requests, fetched in batches. The walk then runs on the
-cache; anything the prefetch missed (a partial scroll, an index lagging behind) is fetched by
-the walk itself, so the result never depends on DataHub's lineage index being complete.
+cache; anything the prefetch missed (a scroll GMS refused or cut short: its relation cap, its
+graph timeout, its rate limit; an index lagging behind writes) is fetched by the walk itself,
+so the result never depends on DataHub's lineage index being complete or current.
 
 The reverse walk (which models read an entity, :mod:`mlcopilot.lineage.downstream`) asks DataHub's
 relationship index who names a whole level upstream, in batched ``relationships(INCOMING)``
@@ -30,7 +31,6 @@ Writes re-read what they change.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -44,8 +44,9 @@ from datahub.metadata.schema_classes import StructuredPropertyDefinitionClass, T
 from mlcopilot.catalog import aspect_writes
 from mlcopilot.catalog import aspects as ax
 from mlcopilot.catalog.datahub import queries as q
-from mlcopilot.catalog.datahub.client import GmsClient
+from mlcopilot.catalog.datahub.client import GmsClient, gave_way, loads
 from mlcopilot.catalog.datahub.connection import DataHubSettings, normalize_url
+from mlcopilot.catalog.datahub.deadline import within
 from mlcopilot.catalog.datahub.owners import read_contacts
 from mlcopilot.catalog.payloads import as_int, envelope_values, mapping, result_urns, written_at
 from mlcopilot.catalog.urns import NO_LINEAGE, aspects_among, urn_type
@@ -254,6 +255,21 @@ class _Bundle:
 
     upstream: list[Edge] | None = None
     """Its edges once worked out (the walk asks for them more than once)."""
+    whole: bool = True
+    """False once :meth:`slim` has dropped what only its translation reads."""
+
+    def slim(self, urn: Urn) -> None:
+        """Keep, of an entity translated, only what is read of it afterwards.
+
+        That is its edges (worked out now) and :data:`_KEPT_ASPECTS`; its other aspects,
+        assertions, incidents, updates and profile are in its node. Translating it again (a
+        write clears the nodes) reads it again. The raw aspects of a scan's every entity were
+        most of a large estate's memory: 15 KB an entity, 1.5 GB for 100,000.
+        """
+        self.edges(urn)
+        self.aspects = {n: v for n, v in self.aspects.items() if n in _KEPT_ASPECTS}
+        self.assertions = self.incidents = self.updates = self.profile = None
+        self.whole = False
 
     def edges(self, urn: Urn) -> list[Edge]:
         """Its upstream edges, in Lite's order: its own aspects', then reverse hops by urn."""
@@ -263,6 +279,16 @@ class _Bundle:
             reverse += [Edge(urn, p, "produced_by") for p in sorted(set(self.producers))]
             self.upstream = list(dict.fromkeys([*own, *sorted(reverse, key=lambda e: e.upstream)]))
         return self.upstream
+
+
+_KEPT_ASPECTS = frozenset(
+    {"status", *ax.REVERSE_EDGE_ASPECTS, "mlModelProperties", *ax.TRAINING_RUN_ASPECTS}
+)
+"""What is read of an entity once it is translated: its reverse edges (the downstream walk),
+and of a training run what its model's translation reads (``related``)."""
+_WHOLE_TYPES = frozenset({"mlModel"})
+"""Entity types never slimmed: a model's aspects say whether it exists (:meth:`models`) and
+what it trained on (the downstream walk's training index)."""
 
 
 def _holds(urn: Urn, types: set[str]) -> bool:
@@ -333,10 +359,17 @@ class DataHubCatalog(ClosedOnExit):
         self._executor: ThreadPoolExecutor | None = None
         self._cache: dict[Urn, _Bundle] = {}
         self._nodes: dict[Urn, Node] = {}
+        self._put_off: list[tuple[Urn, _Bundle, bool]] = []
+        """Entities read but not yet translated: those of a fetch's last batch, translated
+        while the next fetch's requests are on the wire (or by :meth:`nodes`); and whether
+        to slim each then (:meth:`_translate`)."""
         self._versions: dict[tuple[Urn, str, int], _Version | None] = {}
         self._profiles: dict[tuple[Urn, int], DatasetProfile | None] = {}
         """Profiles read as of a time (epoch ms), for the rest of this scan."""
         self._scrolled: dict[tuple[Urn, tuple[str, ...]], list[Urn]] = {}
+        self._scroll_given_up: str | None = None
+        """Why GMS's lineage search was given up for this scan (its rate limit, its time
+        limit): it is not asked again; the walk reads aspects, as it would anyway."""
         self._readers: dict[Urn, list[Urn]] = {}
         """Who names each urn upstream (incoming :data:`~queries.READERS`); once per walk."""
         self._trained_on: dict[Urn, list[Edge]] | None = None
@@ -391,12 +424,23 @@ class DataHubCatalog(ClosedOnExit):
     def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
         """The current metadata of each urn; an urn with no aspects gets ``exists=False``."""
         todo = [u for u in dict.fromkeys(urns) if u not in self._nodes]
+        if todo and self._put_off:  # what a fetch left to translate (and slim) is asked now
+            put_off, self._put_off = self._put_off, []
+            self._translate(put_off)
+            todo = [u for u in todo if u not in self._nodes]
         if todo:
             bundles = self._bundles(todo)
-            jobs = {job for b in bundles.values() for job in ax.training_jobs(b.aspects)}
+            todo = [u for u in todo if u not in self._nodes]  # what reading them translated
+            slimmed = [u for u in todo if not bundles[u].whole]
+            if slimmed:  # translated once, then a write cleared the nodes: read them again
+                self._cache.update(self._fetch(slimmed))
+                bundles = self._bundles(todo)
+                todo = [u for u in todo if u not in self._nodes]
+            jobs = {job for u in todo for job in ax.training_jobs(bundles[u].aspects)}
             related = {u: b.aspects for u, b in self._bundles(sorted(jobs)).items()}
             for urn in todo:
-                self._nodes[urn] = _node(urn, bundles[urn], related)
+                if urn not in self._nodes:  # reading the jobs may have translated it meanwhile
+                    self._nodes[urn] = _node(urn, bundles[urn], related)
         return {urn: self._nodes[urn] for urn in urns}
 
     def upstream(self, urns: Sequence[Urn]) -> list[Edge]:
@@ -487,8 +531,10 @@ class DataHubCatalog(ClosedOnExit):
         keeps v0's first-write time; GMS bumps ``lastObserved`` on every re-ingestion), so the
         walk starts at that version number rather than trusting v0's stamps. A scan asks for
         every model's datasets at every model's training time in one call, so a round reads
-        each version needed once, however many models share a dataset; versions read are
-        kept for the rest of the scan.
+        each version needed once, however many models share a dataset. What is known of the
+        versions read (their numbers, when they were written) is kept for the rest of the
+        scan; their values only until the answer is made (a schema for each dataset: most of
+        a first scan's memory after the walk's).
         """
         wanted = list(dict.fromkeys(requests))
         result: dict[tuple[Urn, datetime], Schema | None] = dict.fromkeys(wanted)
@@ -549,6 +595,9 @@ class DataHubCatalog(ClosedOnExit):
                 result[key] = node.schema
             elif "schemaMetadata" in aspects:
                 result[key] = ax.schema_from_aspects(aspects)
+        for asked, held in list(self._versions.items()):
+            if held is not None and held[1] is not None:
+                del self._versions[asked]  # a later call reads it again
         return result
 
     def profiles_before(
@@ -823,13 +872,15 @@ class DataHubCatalog(ClosedOnExit):
 
     # --- reading -------------------------------------------------------------------------
 
-    def _bundles(self, urns: Iterable[Urn], *, refresh: bool = False) -> dict[Urn, _Bundle]:
+    def _bundles(
+        self, urns: Iterable[Urn], *, refresh: bool = False, walked: bool = False
+    ) -> dict[Urn, _Bundle]:
         wanted = list(dict.fromkeys(urns))
         todo = [u for u in wanted if refresh or u not in self._cache]
         if todo:
             if refresh:
                 self._nodes.clear()  # a node may translate a refreshed bundle (a model's run)
-            self._cache.update(self._fetch(todo))
+            self._cache.update(self._fetch(todo, walked=walked))
         return {u: self._cache[u] for u in wanted}
 
     def write_state(self, urns: Iterable[Urn]) -> dict[Urn, dict[str, ax.JsonObject]]:
@@ -856,12 +907,16 @@ class DataHubCatalog(ClosedOnExit):
                 state.setdefault(urn, {}).update(bundle.aspects)
         return state
 
-    def _fetch(self, urns: Sequence[Urn]) -> dict[Urn, _Bundle]:
+    def _fetch(self, urns: Sequence[Urn], *, walked: bool = False) -> dict[Urn, _Bundle]:
         """Read ``urns`` in batches, concurrently: GraphQL for most, OpenAPI for the rest.
 
         Each entity is translated as soon as its last batch is in, while the other batches
         are still on the wire: the translation overlaps the waiting instead of following it.
-        (Models with training runs wait for :meth:`nodes`: they need the runs' aspects.)
+        The last batch's entities, which nothing would overlap, are put off until the next
+        fetch has sent its requests (a walk's next level), else until :meth:`nodes` asks for
+        them. (Models with training runs wait for :meth:`nodes`: they need the runs' aspects.)
+        ``walked``: the entities are a lineage prefetch's, each slimmed once translated
+        (:meth:`_Bundle.slim`).
         """
         bundles = {urn: _Bundle() for urn in urns}
         graphql: list[Urn] = []
@@ -885,7 +940,10 @@ class DataHubCatalog(ClosedOnExit):
             for entity_type, of_type in openapi.items()
             for chunk in _chunks(of_type, self._batch_size)
         ]
-        for partial in self._completed(tasks):
+        put_off, self._put_off = self._put_off, []
+        waiting = len(tasks)
+        for partial in self._completed(tasks, meanwhile=lambda: self._translate(put_off)):
+            waiting -= 1
             for urn, part in partial:
                 if urn not in bundles:
                     continue
@@ -893,10 +951,30 @@ class DataHubCatalog(ClosedOnExit):
                 parts[urn] -= 1
                 aspects = bundles[urn].aspects
                 if parts[urn] == 0 and not ax.training_jobs(aspects):
-                    # A failure is reported by nodes(), if the entity is ever asked for.
-                    with suppress(CatalogError):
-                        self._nodes[urn] = _node(urn, bundles[urn], {})
+                    if waiting:
+                        self._translate([(urn, bundles[urn], walked)], cached=False)
+                    else:
+                        self._put_off.append((urn, bundles[urn], walked))
         return bundles
+
+    def _translate(
+        self, entities: Iterable[tuple[Urn, _Bundle, bool]], *, cached: bool = True
+    ) -> None:
+        """Translate entities read, keeping the nodes (failures are left for :meth:`nodes`).
+
+        Each is ``(urn, bundle, slim)``: with ``slim``, the bundle keeps only what is read of
+        it once translated (a model's, all of it). ``cached``: each bundle is translated only
+        while it is still the one in the cache (a write or a refresh since may have replaced
+        it, and cleared the nodes).
+        """
+        for urn, bundle, slim in entities:
+            if urn in self._nodes or (cached and self._cache.get(urn) is not bundle):
+                continue
+            # A failure is reported by nodes(), if the entity is ever asked for.
+            with suppress(CatalogError):
+                self._nodes[urn] = _node(urn, bundle, {})
+                if slim and urn_type(urn) not in _WHOLE_TYPES:
+                    bundle.slim(urn)
 
     def _graphql_batch(self, urns: Sequence[Urn]) -> list[tuple[Urn, _Bundle]]:
         variables = q.entities_variables(urns, READ_ASPECTS)
@@ -1163,7 +1241,7 @@ class DataHubCatalog(ClosedOnExit):
                 if narrow > DEEP_LEVELS:
                     scrollable = [u for u in missing if urn_type(u) not in NO_LINEAGE]
                     found = self._scroll_all(scrollable, degrees, limits.max_nodes)
-                self._bundles([*missing, *found])
+                self._bundles([*missing, *found], walked=True)
             examined.update(frontier)
             if level >= limits.max_hops or len(examined) >= budget:
                 break
@@ -1180,7 +1258,9 @@ class DataHubCatalog(ClosedOnExit):
 
     def _scroll_all(self, roots: Sequence[Urn], degrees: tuple[str, ...], limit: int) -> list[Urn]:
         todo = [r for r in roots if (r, degrees) not in self._scrolled]
-        if self._find_lineage is not None:
+        if self._scroll_given_up is not None:
+            results: list[list[Urn]] = [[] for _ in todo]
+        elif self._find_lineage is not None:
             results = self._find_lineage(todo, len(degrees), limit) if todo else []
         else:
             results = self._run([_bind(self._scroll_or_nothing, r, degrees, limit) for r in todo])
@@ -1189,29 +1269,52 @@ class DataHubCatalog(ClosedOnExit):
         return [u for r in roots for u in self._scrolled[(r, degrees)]]
 
     def _scroll_or_nothing(self, root: Urn, degrees: tuple[str, ...], limit: int) -> list[Urn]:
-        """:meth:`_scroll`, or nothing when GMS refuses it; the walk goes level by level then.
+        """:meth:`_scroll`, or what it found before GMS refused it; the walk fetches the rest.
 
-        GMS answers a lineage over ``maxRelations`` (40,000 by default) with an error unless
-        partial results are enabled. The scroll only saves requests, so losing it loses
-        nothing but speed; an unreachable server still fails the scan.
+        The scroll only saves requests: the walk reads every edge from the aspects (current
+        at once), so a scroll that is cut short, partial, stale or lagging loses nothing but
+        speed. GMS refuses a lineage past ``maxRelations`` (40,000 entities) or its 50 s graph
+        timeout with an error unless partial results are on (then ``isPartial``); its rate
+        limit answers 429 with a ``Retry-After`` of a minute or more. Each page gets one
+        attempt's time (:attr:`GmsClient.timeout`): a quick retry still happens, but a long
+        ``Retry-After`` or a walk running into GMS's timeout is not waited for. An unreachable
+        or broken server still fails the scan.
         """
+        found: list[Urn] = []
         try:
-            return self._scroll(root, degrees, limit)
-        except CatalogUnavailable:
-            raise
+            self._scroll(root, degrees, limit, found)
+        except CatalogUnavailable as exc:
+            why = gave_way(exc)
+            if why is None:
+                raise
+            if self._scroll_given_up is None:
+                log.warning(
+                    "%s: lineage scroll from %s given up (%s); walking level by level, and not "
+                    "asking DataHub's lineage search again this scan",
+                    self.label,
+                    root,
+                    why,
+                )
+            self._scroll_given_up = why
         except CatalogError as exc:
             log.warning(
                 "%s: no lineage scroll from %s (%s); walking level by level", self.label, root, exc
             )
-            return []
+        return found
 
-    def _scroll(self, root: Urn, degrees: tuple[str, ...], limit: int) -> list[Urn]:
-        """Everything DataHub's lineage index has upstream of ``root``, page by page."""
-        found: list[Urn] = []
+    def _scroll(
+        self, root: Urn, degrees: tuple[str, ...], limit: int, found: list[Urn]
+    ) -> list[Urn]:
+        """Everything DataHub's lineage index has upstream of ``root``, appended to ``found``.
+
+        Page by page, always with ``searchFlags.skipCache`` (:func:`~queries.lineage_variables`):
+        GMS would otherwise answer from a walk it cached up to ``CACHE_TTL_SECONDS`` ago.
+        """
         scroll_id: str | None = None
         while len(found) < limit:
             variables = q.lineage_variables(root, degrees, self._lineage_page, scroll_id)
-            data = self._client.graphql("mlcopilotLineage", q.LINEAGE, variables)
+            with within(self._client.timeout):
+                data = self._client.graphql("mlcopilotLineage", q.LINEAGE, variables)
             page = data.get("scrollAcrossLineage")
             if not isinstance(page, Mapping):
                 break  # GMS answers null for an urn it has no lineage document for
@@ -1257,14 +1360,23 @@ class DataHubCatalog(ClosedOnExit):
             )
         return self._executor
 
-    def _completed(self, tasks: Sequence[Callable[[], _R]]) -> Iterator[_R]:
-        """Run ``tasks`` like :meth:`_run`; yield each result as soon as it is in."""
-        if len(tasks) <= 1 or self._max_workers == 1:
+    def _completed(
+        self, tasks: Sequence[Callable[[], _R]], meanwhile: Callable[[], None] | None = None
+    ) -> Iterator[_R]:
+        """Run ``tasks`` like :meth:`_run`; yield each result as soon as it is in.
+
+        ``meanwhile`` runs once, as soon as the tasks are on their way.
+        """
+        if not tasks or self._max_workers == 1 or (len(tasks) == 1 and meanwhile is None):
+            if meanwhile is not None:
+                meanwhile()
             yield from (task() for task in tasks)
             return
         pool = self._pool()
         futures = [pool.submit(task) for task in tasks]
         try:
+            if meanwhile is not None:
+                meanwhile()
             for future in as_completed(futures):
                 yield future.result()
         finally:
@@ -1314,7 +1426,7 @@ def _raw_aspects(urn: Urn, raw: object) -> dict[str, ax.JsonObject]:
         if not isinstance(item, Mapping) or not item.get("payload"):
             continue
         try:
-            value = json.loads(item["payload"])
+            value = loads(item["payload"])  # a JSON string inside the JSON answer
         except (TypeError, ValueError) as exc:
             raise CatalogError(
                 f"DataHub sent a malformed {item.get('aspectName')} aspect for {urn}: {exc}"

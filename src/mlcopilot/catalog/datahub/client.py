@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
+import msgspec
 import requests
 import urllib3
 from datahub.configuration.common import ConfigurationError, GraphError, OperationalError
@@ -61,6 +62,28 @@ def refused_token(url: str, status: int, operation: str) -> CatalogError:
     return CatalogError(
         f"DataHub at {url} refused the token ({status}) on {operation}: {_TOKEN_HINT}"
     )
+
+
+_DECODE = msgspec.json.Decoder().decode
+
+
+def loads(data: bytes | str) -> Any:
+    """``data`` decoded as :func:`json.loads` decodes it, in C (msgspec) where it can be.
+
+    A scan reads tens of megabytes of JSON from GMS, and GraphQL's ``RawAspect.payload`` puts
+    every aspect in it as a JSON string inside the JSON answer: both decodings were the
+    standard library's, the largest part of a large walk's own time (issue 27). msgspec refuses
+    what the standard library accepts beyond JSON (``NaN``, ``Infinity``, a number past a
+    float's range, a lone surrogate): that text is decoded by :func:`json.loads`, so the value
+    is the same whichever decoded it, and malformed text raises its ``ValueError``.
+    """
+    try:
+        return _DECODE(data)
+    except msgspec.MsgspecError:
+        return json.loads(data)
+
+
+_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 class GmsClient:
@@ -130,14 +153,31 @@ class GmsClient:
             return False
 
     def graphql(self, operation: str, query: str, variables: Mapping[str, Any]) -> Json:
-        """The ``data`` of one GraphQL operation; errors in the response raise CatalogError."""
+        """The ``data`` of one GraphQL operation; errors in the response raise CatalogError.
+
+        Posted as the SDK's ``execute_graphql`` posts it (its session: auth, retries, this
+        call's deadline; its URL), but decoded by :func:`loads`, and the query sent as written:
+        ``execute_graphql`` parses and reprints every query to minify it, and formats the
+        variables into a debug line whether or not it is logged.
+        """
+        body: dict[str, Any] = {"query": query, "operationName": operation}
+        if variables:
+            body["variables"] = dict(variables)
         with self._errors(f"GraphQL {operation}"):
-            data = self._graph().execute_graphql(
-                query,
-                variables=dict(variables),
-                operation_name=operation,
-                format_exception=False,  # keep the error list, to report its messages
+            graph = self._graph()
+            response = graph.session.post(
+                f"{graph._gms_server}/api/graphql", data=json.dumps(body), headers=_JSON_HEADERS
             )
+            response.raise_for_status()
+            result = loads(response.content)
+            if not isinstance(result, dict):
+                raise CatalogError(
+                    f"DataHub at {self.url} answered GraphQL {operation} with "
+                    f"{type(result).__name__}, not an object"
+                )
+            if result.get("errors"):
+                raise GraphError(result["errors"])  # as execute_graphql(format_exception=False)
+            data = result["data"]
         if not isinstance(data, dict):
             raise CatalogError(f"DataHub at {self.url} answered GraphQL {operation} with no data")
         return data
@@ -235,7 +275,7 @@ class GmsClient:
         for value in values if isinstance(values, list) else []:
             raw = (value.get("aspect") or {}).get("value") if isinstance(value, dict) else None
             try:
-                event = json.loads(raw) if isinstance(raw, str) else None
+                event = loads(raw) if isinstance(raw, str) else None
             except ValueError:
                 event = None
             if isinstance(event, dict):
@@ -295,12 +335,12 @@ class GmsClient:
                 url,
                 params=params,
                 data=None if json_body is None else json.dumps(json_body),
-                headers={"Content-Type": "application/json", "Accept": "application/json"},
+                headers=_JSON_HEADERS,
             )
             if missing_ok and response.status_code in (400, 404):
                 return None
             response.raise_for_status()
-            return response.json()
+            return loads(response.content)
 
     @contextmanager
     def _errors(self, operation: str) -> Iterator[None]:
@@ -374,6 +414,29 @@ class GmsClient:
     def _scrub(self, text: str) -> str:
         token = self.settings.token
         return text.replace(token, "***") if token else text
+
+
+def gave_way(exc: BaseException) -> str | None:
+    """Why a call ended that a lighter request may still get through, else None.
+
+    GMS's rate limit (HTTP 429, its ``Retry-After`` too long to wait), a time limit of its
+    own (504, e.g. a lineage walk past ``graph.timeoutSeconds`` behind a proxy) or no
+    complete answer in time: the server is up but this request was too heavy or too many.
+    None for anything else: unreachable, refused, a broken server (other 5xx), a bad token.
+    """
+    status = _status(exc)
+    if status in (429, 504):
+        return f"HTTP {status}"
+    chain = list(_chain(exc))
+    passed = next((i for i in chain if isinstance(i, DeadlinePassed)), None)
+    if passed is not None and passed.status in (429, 504):
+        return f"HTTP {passed.status}"
+    if status is None and any(
+        isinstance(i, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, DeadlinePassed))
+        for i in chain
+    ):
+        return "no complete answer in time"
+    return None
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -298,8 +298,10 @@ def lineage_variables(
     """Variables of :data:`LINEAGE`.
 
     The ``degree`` facet is the only hop control DataHub has (``"3+"`` means unbounded).
-    The walk reports soft-deleted entities as removed, and the one-day lineage cache is
-    skipped so a scan sees today's lineage.
+    The walk reports soft-deleted entities as removed, and GMS's lineage cache is skipped
+    (``skipCache``): without it GMS answers from the walk it cached for the same urn and flags
+    (for ``CACHE_TTL_SECONDS``, 600 s by default; stale past a day if that is raised), and
+    says nothing of it (``freshness`` stays null), so a scan would miss edges written since.
     """
     return {
         "input": {
