@@ -49,6 +49,10 @@ BASELINE = "692331b"
 """The tree when the issue-27 load work began (its loader: ``ijson`` for every file,
 ``json.dumps`` for every aspect, a look-up before every write): the "before"."""
 REPEAT = 3
+PRESSURE = Path("/proc/pressure/cpu")
+QUIET, QUIET_WAIT_S = 10.0, 60.0
+"""Before each load, wait up to a minute for the CPU pressure (the share of the last 10 s in
+which some task waited for a CPU) to drop below 10%: other jobs share this machine."""
 NO_INDEX = "now, no scan index"
 """This tree's loader without :func:`mlcopilot.catalog.lite_index.refresh` (the scan index
 written in the load's transaction, issue 27 part 1): what the loading itself costs."""
@@ -160,6 +164,34 @@ def baseline_source() -> Path | None:
     return where / "src"
 
 
+def cpu_stall_us() -> float | None:
+    """Microseconds so far in which some task waited for a CPU (Linux PSI), if known."""
+    try:
+        some = PRESSURE.read_text(encoding="ascii").splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    return float(some.rsplit("total=", 1)[1])
+
+
+def cpu_pressure() -> float | None:
+    """The share of the last 10 s in which some task waited for a CPU, in %, if known."""
+    try:
+        some = PRESSURE.read_text(encoding="ascii").splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    return float(some.split("avg10=", 1)[1].split()[0])
+
+
+def wait_for_quiet(limit_s: float = QUIET_WAIT_S) -> None:
+    """Wait (up to ``limit_s``) until other jobs leave the CPUs alone (:data:`QUIET`)."""
+    deadline = time.monotonic() + limit_s
+    while (pressure := cpu_pressure()) is not None and pressure > QUIET:
+        if time.monotonic() > deadline:
+            log(f"CPU pressure still {pressure:.0f}%: measuring anyway")
+            return
+        time.sleep(2)
+
+
 def measure(
     file: Path,
     db: Path,
@@ -176,6 +208,8 @@ def measure(
     env = dict(os.environ)
     if source is not None:  # the baseline's package before this tree's (installed editable)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
+    stalled = cpu_stall_us()
+    started = time.perf_counter()
     done = subprocess.run(
         [
             sys.executable,
@@ -195,7 +229,12 @@ def measure(
     )
     if done.returncode != 0:
         raise RuntimeError(f"the load failed ({source or 'this tree'}):\n{done.stderr}")
+    elapsed = time.perf_counter() - started
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    after = cpu_stall_us()
+    result["stall"] = (
+        None if stalled is None or after is None else (after - stalled) / 1e6 / elapsed
+    )
     return result
 
 
@@ -216,6 +255,7 @@ def run(target_mb: int, *, repeat: int, baseline: bool) -> list[dict[str, Any]]:
                 with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
                     db = Path(tmp) / "catalog.db"
                     for run_name in ("first load", "reload (unchanged)"):
+                        wait_for_quiet()
                         result = measure(file, db, source, no_index=variant == NO_INDEX)
                         result |= {"layout": layout, "run": run_name, "variant": variant}
                         result |= {"size_mb": size_mb, "mb_s": size_mb / result["wall_s"]}
@@ -262,11 +302,14 @@ def report(rows: list[dict[str, Any]], repeat: int) -> str:
         "",
         "Peak RSS: the loading process + the reader process (forked, so most of its pages are "
         "shared with the loader's: their sum is an upper bound, and what the target is checked "
-        "on). CPU s: the loading process + the reader process.",
+        "on). CPU s: the loading process + the reader process. CPU stall: the share of the "
+        "run's wall time in which some task waited for a CPU (Linux PSI): near 0% the two "
+        "processes had the machine's two CPUs; above it, other jobs took some (each run starts "
+        f"once the pressure is under {QUIET:.0f}%, or after a minute of waiting).",
         "",
         "| file layout | run | loader | size MB | records | new versions | wall s | CPU s | "
-        "MB/s | records/s | peak RSS MB | MB/s target | RSS target |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|---|",
+        "MB/s | records/s | peak RSS MB | CPU stall | MB/s target | RSS target |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|",
     ]
     for r in rows:
         rss = r["peak_rss_mb"] + r["reader_peak_rss_mb"]
@@ -276,6 +319,7 @@ def report(rows: list[dict[str, Any]], repeat: int) -> str:
             f"{r['records']:,} | {r['new_versions']:,} | {r['wall_s']:.1f} | "
             f"{r['cpu_s']:.1f} + {r['reader_cpu_s']:.1f} | {r['mb_s']:.1f} | "
             f"{r['records_s']:,.0f} | {r['peak_rss_mb']:,.0f} + {r['reader_peak_rss_mb']:,.0f} | "
+            f"{'' if r.get('stall') is None else format(r['stall'], '.0%')} | "
             + (
                 f"{'**yes**' if r['mb_s'] >= TARGET_MB_S else '**no**'} | "
                 f"{'**yes**' if rss <= TARGET_RSS_MB else '**no**'} |"

@@ -316,8 +316,15 @@ class StateStore(OutboxStore, Protocol):
         """Every stored baseline of ``model``, sorted by dataset."""
         ...
 
-    def baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[Baseline]]:
-        """:meth:`baselines` of each of ``models`` (every one a key), in one read."""
+    def baselines_of(
+        self, models: Sequence[Urn], *, current: Mapping[Urn, Schema] | None = None
+    ) -> dict[Urn, list[Baseline]]:
+        """:meth:`baselines` of each of ``models`` (every one a key), in one read.
+
+        ``current``: datasets' schemas now; a stored schema equal to its dataset's is given
+        as that very object (a scan's baselines then hold the walk's schemas, as on its first
+        scan, and an unchanged one is seen as the same).
+        """
         ...
 
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from mlcopilot.catalog.datahub import catalog as datahub_catalog
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
-from mlcopilot.model import TagWrite
+from mlcopilot.model import PropertyWrite, TagWrite
 from mlcopilot.protocols import WalkLimits
 from testing.builders import (
     T0,
@@ -144,3 +144,29 @@ def test_history_values_are_dropped_once_answered_and_read_again_if_asked(server
         assert all(held is None or held[1] is None for held in catalog._versions.values())
         assert catalog.schemas_as_of(urns, when) == first == other.schemas_as_of(urns, when)
         assert all(first.values())
+
+
+def test_a_dry_run_compared_in_slices_reports_what_one_comparison_reports(
+    server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Across slices, each write still sees what the writes before it changed."""
+    new_tag = "urn:li:tag:mlcopilot-sliced"  # no definition yet: the first write creates it
+    prop = "urn:li:structuredProperty:io.mlcopilot.sliced"
+    writes: list[Any] = [
+        TagWrite(dataset_urn(f"raw.r{i}"), new_tag, present=True) for i in range(5)
+    ]
+    writes += [
+        TagWrite(dataset_urn("raw.r0"), new_tag, present=True),  # no change: just added
+        TagWrite(dataset_urn("raw.r0"), new_tag, present=False),
+        TagWrite(dataset_urn("raw.r9"), new_tag, present=False),  # no change: never there
+        TagWrite(dataset_urn("raw.r0"), new_tag, present=True),
+        PropertyWrite(model_urn("plain"), prop, ("a",)),
+        PropertyWrite(model_urn("plain"), prop, ("a",)),  # no change
+        PropertyWrite(model_urn("plain"), prop, ("b",)),
+    ]
+    with fresh(server) as catalog:
+        whole = catalog.apply(writes, dry_run=True)
+        assert len(whole) == len(writes) - 3
+        for size in (1, 2, 3, 5):
+            monkeypatch.setattr(datahub_catalog, "WRITE_SLICE", size)
+            assert catalog.apply(writes, dry_run=True) == whole, size

@@ -94,12 +94,13 @@ def test_a_damaged_baseline_names_itself_and_what_is_wrong(
     store, path = db
     _save(store, Schema(fields=()))
     _stored_schema(path, schema)
-    with pytest.raises(StoreError) as raised:
-        store.baseline(MODEL, DS)
-    message = str(raised.value)
-    assert f"baseline of {DS} for {MODEL} is unreadable" in message
-    assert says in message
-    assert "mlcopilot baseline accept" in message
+    for read in (lambda: store.baseline(MODEL, DS), lambda: store.baselines_of([MODEL])):
+        with pytest.raises(StoreError) as raised:
+            read()
+        message = str(raised.value)
+        assert f"baseline of {DS} for {MODEL} is unreadable" in message
+        assert says in message
+        assert "mlcopilot baseline accept" in message
 
 
 def test_a_damaged_outbox_row_names_itself_and_what_is_wrong(db: tuple[SqlStore, Path]) -> None:

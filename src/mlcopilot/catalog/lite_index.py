@@ -4,8 +4,9 @@ DataHub Lite keeps every aspect as JSON text; a scan needs each entity as a node
 Decoding and translating the JSON of every upstream entity on every scan cost ~150 µs an
 entity (``benchmarks/RESULTS.md``), several times the whole budget of a fast scan. So every
 write transaction of mlcopilot (:meth:`~mlcopilot.catalog.lite.LiteCatalog.writing`: ``catalog
-load``, the write-back) ends with :func:`refresh`, which stores, for each entity that has none,
-what :func:`~mlcopilot.catalog.aspects.node_from_aspects` and
+load``, the write-back) ends with :func:`refresh`, which stores, for each entity a walk reads
+as a node (:data:`WALKED`: datasets, features, models, jobs...) that has none, what
+:func:`~mlcopilot.catalog.aspects.node_from_aspects` and
 :func:`~mlcopilot.catalog.aspects.edges_from_aspects` make of its aspects — the very functions a
 scan without the index calls — in one compact msgpack record (``msgspec``), in the same
 transaction. A scan then reads one record per entity and builds the node straight from it.

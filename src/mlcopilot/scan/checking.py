@@ -289,8 +289,14 @@ def schema_baselines(
     missing: dict[Urn, list[Node]] = {}
     known: dict[Urn, dict[Urn, Baseline]] = {}
     wanted: list[tuple[Urn, datetime]] = []
-    all_stored = store.baselines_of([lineage.root for lineage in lineages])
-    same: dict[tuple[int, int], bool] = {}
+    current = {
+        urn: node.schema
+        for lineage in lineages
+        for urn, node in lineage.nodes.items()
+        if node.schema is not None and node.entity_type is EntityType.DATASET
+    }
+    # A stored schema equal to today's is held as today's object, as a first scan holds it.
+    all_stored = store.baselines_of([lineage.root for lineage in lineages], current=current)
     for lineage in lineages:
         model = lineage.nodes[lineage.root]
         datasets = [
@@ -301,9 +307,7 @@ def schema_baselines(
             and node.schema is not None
         ]
         stored = {b.dataset: b for b in all_stored[model.urn]}
-        known[model.urn] = {
-            n.urn: _sharing(stored[n.urn], n, same) for n in datasets if n.urn in stored
-        }
+        known[model.urn] = {n.urn: stored[n.urn] for n in datasets if n.urn in stored}
         missing[model.urn] = [n for n in datasets if n.urn not in stored]
         if model.trained_at is not None:
             wanted += [(n.urn, model.trained_at) for n in missing[model.urn]]
@@ -325,33 +329,6 @@ def schema_baselines(
         known[model.urn].update((b.dataset, b) for b in new)
         result[model.urn] = (known[model.urn], new)
     return result
-
-
-def _sharing(baseline: Baseline, node: Node, same: dict[tuple[int, int], bool]) -> Baseline:
-    """``baseline``, holding the node's own schema object when the two are equal.
-
-    A stored baseline is read back as a schema of its own, and most equal the dataset's schema
-    today. Holding the node's object instead is what a first scan does (its new baselines are
-    the walk's schemas): a second scan then holds no more than the first, and the checks see
-    an unchanged schema as the very same one. ``same`` keeps each comparison made (by the ids
-    of the two schemas, both alive for the scan).
-    """
-    current = node.schema
-    if current is None or baseline.schema is current:
-        return baseline
-    key = (id(baseline.schema), id(current))
-    equal = same.get(key)
-    if equal is None:
-        equal = same[key] = baseline.schema == current
-    if not equal:
-        return baseline
-    return Baseline(
-        model=baseline.model,
-        dataset=baseline.dataset,
-        schema=current,
-        source=baseline.source,
-        captured_at=baseline.captured_at,
-    )
 
 
 def profile_baselines(

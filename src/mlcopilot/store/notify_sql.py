@@ -328,8 +328,9 @@ class _ChangeIndex:
         return cls(updated, resolved, opened)
 
 
-_GROUPS_PER_QUERY = 400
-"""(key, generation) pairs per read: two parameters each, under SQLite's limit."""
+_GROUPS_PER_QUERY = 100
+"""(key, generation) pairs per read: two parameters each, under SQLite's limit. Their stored
+members are held while the batch is decided: an estate's groups have dozens each."""
 
 
 _MEMBER_COLUMNS = tuple(c for c in t.incidents.c if c.name != "evidence")

@@ -8,21 +8,26 @@ from typing import Any
 from mlcopilot.model import Incident, IncidentState, Severity
 
 
-def incident_from_mapping(m: Mapping[str, Any]) -> Incident:
-    """The incident an ``incidents`` row holds."""
+def incident_from_mapping(m: Mapping[str, Any], urns: dict[str, str] | None = None) -> Incident:
+    """The incident an ``incidents`` row holds.
+
+    ``urns``: strings already read (a scan reads tens of thousands of incidents, whose models,
+    entities and paths repeat): each urn read is the one string kept there.
+    """
+    share = (lambda urn: urn) if urns is None else (lambda urn: urns.setdefault(urn, urn))
     return Incident(
         id=m["id"],
         generation=m["generation"],
         state=IncidentState(m["state"]),
         check=m["check_name"],
         severity=Severity(m["severity"]),
-        model=m["model"],
-        entity=m["entity"],
+        model=share(m["model"]),
+        entity=share(m["entity"]),
         field=m["field"],
         change=m["change"],
         previous_field=m["previous_field"],
         message=m["message"],
-        path=tuple(m["path"]),
+        path=tuple(share(urn) for urn in m["path"]),
         evidence=dict(m["evidence"]),
         opened_at=m["opened_at"],
         updated_at=m["updated_at"],

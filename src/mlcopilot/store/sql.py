@@ -42,10 +42,11 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.exc import (
     ArgumentError,
     IntegrityError,
@@ -208,26 +209,28 @@ class SqlStore(ClosedOnExit):
         with self._read("reading baselines") as conn:
             return [_baseline_from(row) for row in conn.execute(query)]
 
-    def baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[Baseline]]:
+    def baselines_of(
+        self, models: Sequence[Urn], *, current: Mapping[Urn, Schema] | None = None
+    ) -> dict[Urn, list[Baseline]]:
         """:meth:`baselines` of each of ``models`` (every one a key), a statement per chunk.
 
         Each distinct stored schema is decoded once, and every baseline holding it shares the
         one :class:`~mlcopilot.model.Schema`: the models sharing a dataset store the same
-        schema for it. (Decoded row by row, the second scan of 1,000 models over 5,000
-        datasets made 145,071 schemas of 5,000 distinct ones: 0.9 GB more than the first scan,
-        which shares the walk's own.)
+        schema for it; one equal to its dataset's in ``current`` is that object. (Decoded row
+        by row, the second scan of 1,000 models over 5,000 datasets made 145,071 schemas:
+        0.9 GB more than the first scan, which holds the walk's own.)
         """
         b = t.baselines
         found: dict[Urn, list[Baseline]] = {model: [] for model in models}
-        schemas: dict[str, Schema] = {}
-        columns = (b.c.model, b.c.dataset, _SCHEMA_TEXT, b.c.source, b.c.captured_at)
+        columns = (b.c.model, b.c.dataset, _SCHEMA_TEXT, b.c.source, _CAPTURED_RAW)
         with self._read("reading baselines") as conn:
+            shared = _SharedRows(current or {}, conn.dialect)
             for chunk in chunks(list(found)):
                 query = (
                     select(*columns).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
                 )
-                for row in conn.execute(query):
-                    found[row.model].append(_baseline_from(row, schemas))
+                for model, dataset, text, source, captured in conn.execute(query):
+                    found[model].append(shared.baseline(model, dataset, text, source, captured))
         return found
 
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:
@@ -290,6 +293,7 @@ class SqlStore(ClosedOnExit):
         column, values = wanted[0] if wanted else (None, [])
         slices: list[list[Urn] | None] = list(chunks(values)) if column is not None else [None]
         skip = frozenset(other_than)
+        urns: dict[str, str] = {}
         found: list[Incident] = []
         with self._read("reading incidents") as conn:
             for chunk in slices:
@@ -309,9 +313,9 @@ class SqlStore(ClosedOnExit):
                     kept = [row.id for row in ids if row.model not in skip]
                     for part in chunks(kept):
                         rows = conn.execute(query.where(i.c.id.in_(part)))
-                        found += [_incident_from(row) for row in rows]
+                        found += [_incident_from(row, urns) for row in rows]
                     continue
-                found += [_incident_from(row) for row in conn.execute(query)]
+                found += [_incident_from(row, urns) for row in conn.execute(query)]
         # An incident keeps its model and entity across generations: no id is in two chunks.
         found.sort(key=lambda x: x.id)
         found.sort(key=lambda x: x.opened_at, reverse=True)
@@ -1092,21 +1096,64 @@ _SCHEMA_TEXT: Final = cast(t.baselines.c.schema, Text).label("schema_text")
 """A baseline's schema as the stored JSON text (PostgreSQL's ``json`` keeps it as written)."""
 
 
-def _baseline_from(row: Row[Any], schemas: dict[str, Schema] | None = None) -> Baseline:
-    """The baseline of a row; with ``schemas``, a row selected with :data:`_SCHEMA_TEXT`.
+_CAPTURED_RAW: Final = type_coerce(t.baselines.c.captured_at, Text).label("captured_raw")
+"""A baseline's ``captured_at`` as the driver gives it, converted once per distinct value."""
 
-    ``schemas`` holds the schemas decoded so far by their text: equal texts share one.
+
+class _SharedRows:
+    """Baselines read back sharing what their rows repeat.
+
+    One schema per distinct stored text (held as the dataset's ``current`` one if equal),
+    one string per model and dataset urn, one timestamp per stored value: the rows of an
+    estate repeat all of them (a schema per dataset, a timestamp per scan).
     """
+
+    def __init__(self, current: Mapping[Urn, Schema], dialect: Dialect) -> None:
+        self._current = current
+        self._decoded: dict[str, Schema] = {}
+        self._held: dict[tuple[str, Urn], Schema] = {}
+        self._urns: dict[str, str] = {}
+        self._times: dict[Any, datetime] = {}
+        convert = t.baselines.c.captured_at.type.dialect_impl(dialect)
+        self._convert = convert.result_processor(dialect, None)
+
+    def baseline(self, model: str, dataset: str, text: str, source: Any, captured: Any) -> Baseline:
+        """The baseline of one row (its columns as selected by :meth:`SqlStore.baselines_of`)."""
+        model = self._urns.setdefault(model, model)
+        dataset = self._urns.setdefault(dataset, dataset)
+        at = self._times.get(captured)
+        if at is None:
+            at = self._times[captured] = self._when(captured)
+        return Baseline(model, dataset, self._schema(model, dataset, text), source, at)
+
+    def _when(self, captured: Any) -> datetime:
+        value = self._convert(captured) if self._convert is not None else captured
+        if not isinstance(value, datetime):  # pragma: no cover - the column is NOT NULL
+            raise StoreError(f"a stored baseline has no capture time ({captured!r})")
+        return value
+
+    def _schema(self, model: Urn, dataset: Urn, text: str) -> Schema:
+        held = self._held.get((text, dataset))
+        if held is None:
+            decoded = self._decoded.get(text)
+            if decoded is None:
+                try:
+                    decoded = self._decoded[text] = _SCHEMA.validate_python(json.loads(text))
+                except ValidationError as exc:
+                    raise StoreError(
+                        f"the stored baseline of {dataset} for {model} is unreadable "
+                        f"(schema {problems(exc)}); accept a new one with "
+                        "`mlcopilot baseline accept`"
+                    ) from exc
+            now = self._current.get(dataset)
+            held = self._held[(text, dataset)] = now if now == decoded else decoded
+        return held
+
+
+def _baseline_from(row: Row[Any]) -> Baseline:
     m = row._mapping
     try:
-        if schemas is None:
-            schema = _SCHEMA.validate_python(m["schema"])
-        else:
-            text = m["schema_text"]
-            known = schemas.get(text)
-            if known is None:
-                known = schemas[text] = _SCHEMA.validate_python(json.loads(text))
-            schema = known
+        schema = _SCHEMA.validate_python(m["schema"])
     except ValidationError as exc:
         raise StoreError(
             f"the stored baseline of {m['dataset']} for {m['model']} is unreadable "
@@ -1195,8 +1242,8 @@ def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:
     }
 
 
-def _incident_from(row: Row[Any]) -> Incident:
-    return incident_from_mapping(dict(row._mapping))
+def _incident_from(row: Row[Any], urns: dict[str, str] | None = None) -> Incident:
+    return incident_from_mapping(dict(row._mapping), urns)
 
 
 def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -85,6 +85,8 @@ BATCH_SIZE = 500
 """Urns per ``entities`` query / ``batchGet`` by default. Requests, not bytes, dominate a
 remote scan (each costs a round trip): 500 keeps a 10,000-entity model within a few dozen
 requests while each response stays a few megabytes (see ``benchmarks/RESULTS.md``)."""
+WRITE_SLICE = 20_000
+"""Writes a dry run's write-back compares at once (:meth:`DataHubCatalog._changed`)."""
 SMALL_BATCH = 1000
 """Urns per ``batchGet`` of a few small aspects (schema versions, the write-back's state):
 smaller items than a whole entity's, so larger batches."""
@@ -681,17 +683,44 @@ class DataHubCatalog(ClosedOnExit):
         every retry. Documents need DataHub ≥ 1.4; on an older server they
         are skipped, logged and listed in :attr:`skipped_writes`. An incident naming an entity
         type this DataHub refuses names the others (:meth:`fit_incidents`), and is reported as
-        given.
+        given. A dry run compares :data:`WRITE_SLICE` writes at a time (:meth:`_changed`).
         """
         wanted, self.skipped_writes = aspect_writes.gate_documents(writes, self._client, self.label)
         fitted = self.fit_incidents(wanted)
         self.skipped_writes += fitted.skipped
         sent = fitted.sent
+        if dry_run:
+            return fitted.reported(self._changed(sent))
         folded = aspect_writes.fold(sent, self.write_state(aspect_writes.state_needs(sent)))
-        aspect_writes.check_writable(folded.pending)  # a dry run refuses what the real one would
-        if folded.pending and not dry_run:
+        aspect_writes.check_writable(folded.pending)
+        if folded.pending:
             self._emit(folded.pending, folded.read())
         return fitted.reported(folded.changed)
+
+    def _changed(self, writes: Sequence[Write]) -> list[Write]:
+        """The writes that would change something, :data:`WRITE_SLICE` at a time (a dry run).
+
+        Each slice is folded into the state of what it touches, read for it, and what the
+        slices before it changed there: what one fold of all of them reports, and refuses
+        (a dry run refuses what the real one would), without holding every aspect of the
+        write-back at once (an estate's is a million, most of a large scan's peak memory).
+        """
+        slices = [writes[i : i + WRITE_SLICE] for i in range(0, len(writes), WRITE_SLICE)]
+        needs = [aspect_writes.state_needs(part) for part in slices]
+        last_needed = {urn: index for index, urns in enumerate(needs) for urn in urns}
+        carried: dict[Urn, dict[str, ax.JsonObject]] = {}
+        changed: list[Write] = []
+        for index, (part, urns) in enumerate(zip(slices, needs, strict=True)):
+            state = self.write_state(urns)
+            for urn, values in carried.items():
+                state.setdefault(urn, {}).update(values)
+            folded = aspect_writes.fold(part, state)
+            aspect_writes.check_writable(folded.pending)
+            changed += folded.changed
+            for (urn, name), value in folded.pending.items():
+                carried.setdefault(urn, {})[name] = value
+            carried = {u: v for u, v in carried.items() if last_needed[u] > index}
+        return changed
 
     def walk_until(self, deadline: float | None) -> None:
         """Start no call to GMS past ``deadline`` and end every one by then (None: no bound).
@@ -1365,7 +1394,10 @@ class DataHubCatalog(ClosedOnExit):
     ) -> Iterator[_R]:
         """Run ``tasks`` like :meth:`_run`; yield each result as soon as it is in.
 
-        ``meanwhile`` runs once, as soon as the tasks are on their way.
+        ``meanwhile`` runs once, as soon as the tasks are on their way. At most twice
+        ``max_workers`` tasks are started and not yet taken: the next starts as one is taken,
+        so results read faster than they are used wait on the wire, not in memory (a level
+        of an estate's walk is a hundred batches of a few megabytes each).
         """
         if not tasks or self._max_workers == 1 or (len(tasks) == 1 and meanwhile is None):
             if meanwhile is not None:
@@ -1373,14 +1405,28 @@ class DataHubCatalog(ClosedOnExit):
             yield from (task() for task in tasks)
             return
         pool = self._pool()
-        futures = [pool.submit(task) for task in tasks]
+        waiting = iter(tasks)
+        running: set[Future[_R]] = set()
+
+        def start(count: int) -> None:
+            for task in waiting:
+                running.add(pool.submit(task))
+                count -= 1
+                if count <= 0:
+                    return
+
+        start(2 * self._max_workers)
         try:
             if meanwhile is not None:
                 meanwhile()
-            for future in as_completed(futures):
-                yield future.result()
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    running.discard(future)
+                    yield future.result()
+                    start(1)
         finally:
-            for future in futures:
+            for future in running:
                 future.cancel()  # after a failure, what has not started need not
 
 

@@ -157,9 +157,16 @@ class BaselineView:
             stored = sorted([*stored, added], key=lambda b: b.dataset)
         return stored
 
-    def baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[Baseline]]:
-        """:meth:`baselines` of each of ``models``."""
-        return {model: self.baselines(model) for model in models}
+    def baselines_of(
+        self, models: Sequence[Urn], *, current: Mapping[Urn, Schema] | None = None
+    ) -> dict[Urn, list[Baseline]]:
+        """:meth:`baselines` of each of ``models`` (``current`` as the store's, see there)."""
+        found = self._inner.baselines_of(models, current=current)
+        for model in models:
+            added = self._added.get(model)
+            if added is not None and all(b.dataset != added.dataset for b in found[model]):
+                found[model] = sorted([*found[model], added], key=lambda b: b.dataset)
+        return found
 
     def __getattr__(self, name: str) -> Any:
         if name in _WRITERS:
