@@ -69,7 +69,8 @@ test: lint typecheck suite
 # a scan of 10,000 upstream entities; the downstream walk of a table feeding 1,000 models, the relay's store cost per outbox
 # row, the watcher's event-to-incident and event-to-Slack latencies, the hourly full rescan
 # shared by 1, 2 and 4 watchers, and the HTML report's size
-# and render time (it prints its table for the RESULTS.md section by hand).
+# and render time (it prints its table for the RESULTS.md section by hand); last, every target
+# of issue 27 side by side with its verdict (benchmarks/verdicts.py, top of RESULTS.md).
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.load
@@ -82,6 +83,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks.watch
 	$(BIN)/python -m benchmarks.rescan
 	$(BIN)/python -m benchmarks.html_report
+	$(BIN)/python -m benchmarks.verdicts
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -40,6 +40,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = HERE / ".cache"
 RESULTS_MD = HERE / "RESULTS.md"
+JSON_OUT = HERE / "load-results.json"
+"""Every row of the last run, for :mod:`benchmarks.verdicts`."""
 PROFILES = HERE / "profiles"
 START, END = "<!-- generated: python -m benchmarks.load -->", "<!-- end generated: load -->"
 LAYOUTS = {"file-sink": 4, "compact": None}
@@ -370,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = {"before": 0, "now": 1, NO_INDEX: 2}
     rows.sort(key=lambda r: (order[r["layout"]], r["run"], variants[r["variant"]]))
     write_results(report(rows, args.repeat))
+    JSON_OUT.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     log(f"wrote {RESULTS_MD.relative_to(ROOT)}")
     if args.profile:
         profile(args.mb)

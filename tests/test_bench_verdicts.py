@@ -1,0 +1,71 @@
+"""The verdicts `make bench` prints: the issue's rules, and a missing run never counted as met."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks import verdicts
+
+
+def _rescan(watchers: int, wall: float, *, once: bool = True, batch: int = 250) -> dict[str, Any]:
+    return {
+        "estate": "shared",
+        "single": False,
+        "batch": batch,
+        "watchers": watchers,
+        "wall_s": wall,
+        "scanned_once": once,
+    }
+
+
+def _watch(slack_first: float, slack_last: float, p95: float = 1.0) -> dict[str, Any]:
+    latency = {"count": 6000, "p95": p95}
+    return {
+        "state": "postgresql",
+        "rate": 100.0,
+        "events": 6000,
+        "committed": latency,
+        "slack": latency,
+        "backlog": {
+            "lag": {"first_third": 80, "last_third": 90},
+            "slack": {"first_third": slack_first, "last_third": slack_last},
+        },
+    }
+
+
+def test_nothing_measured_is_never_met() -> None:
+    for name, verdicts_of in verdicts.SOURCES:
+        found = verdicts_of(None)
+        assert found, name
+        assert all(v.met is None and "not measured" in v.measured for v in found), name
+
+
+def test_two_watchers_are_about_half_only_at_1_8_times_and_each_model_once() -> None:
+    def met(rows: list[dict[str, Any]]) -> bool | None:
+        return verdicts.rescan_verdicts(rows)[0].met
+
+    assert met([_rescan(1, 80.0), _rescan(2, 44.0), _rescan(4, 30.0)]) is True
+    assert met([_rescan(1, 80.0), _rescan(2, 50.0)]) is False
+    assert met([_rescan(1, 80.0), _rescan(2, 40.0, once=False)]) is False
+    # The batch size measured with the most watcher counts is the one judged.
+    rows = [_rescan(1, 80.0), _rescan(2, 70.0), _rescan(4, 60.0), _rescan(2, 30.0, batch=100)]
+    assert met(rows) is False
+
+
+def test_a_backlog_rising_by_more_than_a_second_of_events_is_growth() -> None:
+    steady = verdicts.watch_verdicts([_watch(300, 390)])
+    assert [v.met for v in steady] == [True, True, True]
+    growing = verdicts.watch_verdicts([_watch(300, 2060)])[2]
+    assert growing.met is False
+    assert "growing: slack 300 → 2,060" in growing.measured
+
+
+def test_a_timed_out_estate_is_not_met_and_says_so() -> None:
+    report = {"results": {"estate-10000x100000": {"datahub": {"timeout_s": 900.0}}}}
+    estate = [v for v in verdicts.scan_verdicts(report) if "10,000 models" in v.target]
+    assert [(v.met, v.measured) for v in estate] == [(False, "stopped after 900 s")]
+
+
+def test_the_table_escapes_pipes() -> None:
+    row = verdicts.Verdict("3", "a | b", "c", True)
+    assert "a \\| b" in verdicts.table([row])
