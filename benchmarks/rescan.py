@@ -356,7 +356,7 @@ def render(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def batch_costs(sizes: list[int], profile: Path | None = None) -> None:
+def batch_costs(sizes: list[int], profile: Path | None = None, *, postgres: bool = False) -> None:
     """Print what a full rescan of the shared estate costs done as batches of each size.
 
     In this process, on the estate's Lite file (no network, no other process): a first scan
@@ -364,8 +364,61 @@ def batch_costs(sizes: list[int], profile: Path | None = None) -> None:
     with a catalog of its own (as a watcher's), one after the other. CPU seconds of this
     process, and wall seconds; the machine's load average says how shared it was. With
     ``profile``, the first batch of the last size is scanned once more under cProfile, its
-    functions by cumulative time written there.
+    functions by cumulative time written there. With ``postgres``, the state is a fresh schema
+    on the benchmark's PostgreSQL (as a watcher's), and the CPU its backends spent is said too.
     """
+    if not postgres:
+        _batch_costs(sizes, profile, state_url=None)
+        return
+    from testing.postgres import fresh_schema
+
+    with fresh_schema("mlc_bench_batch_costs") as url:
+        _batch_costs(sizes, profile, state_url=_named(url))
+
+
+BACKENDS = "mlcopilot-batch-costs"
+"""The ``application_name`` of the batch-costs store's connections: their backends' CPU."""
+
+
+def _named(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url).update_query_dict({"application_name": BACKENDS})
+    return parsed.render_as_string(hide_password=False)
+
+
+def _backends_cpu_s(url: str | None) -> float:
+    """CPU seconds the PostgreSQL backends serving this process have used so far (0: Lite)."""
+    if url is None:
+        return 0.0
+    from sqlalchemy import create_engine, text
+
+    from testing.postgres import admin_url
+
+    admin, _why = admin_url()
+    assert admin is not None  # fresh_schema answered
+    engine = create_engine(admin)
+    try:
+        with engine.connect() as conn:
+            pids = conn.execute(
+                text("SELECT pid FROM pg_stat_activity WHERE application_name = :name"),
+                {"name": BACKENDS},
+            ).scalars()
+            found = list(pids)
+    finally:
+        engine.dispose()
+    return sum(_pid_cpu_s(pid) for pid in found)
+
+
+def _pid_cpu_s(pid: int) -> float:
+    from benchmarks.procs import TICKS
+    from testing.broker import proc_stat
+
+    fields = proc_stat(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _batch_costs(sizes: list[int], profile: Path | None, *, state_url: str | None) -> None:
     from mlcopilot.clock import SystemClock
     from mlcopilot.scan import ScanOptions
     from mlcopilot.scan.wiring import open_catalog, open_state
@@ -377,19 +430,25 @@ def batch_costs(sizes: list[int], profile: Path | None = None) -> None:
     )
     home = Path(tempfile.mkdtemp(prefix="mlcopilot-bench-batch-costs-"))
     environ = {"MLCOPILOT_HOME": str(home), "MLCOPILOT_WRITE_BACK": "false"}
+    if state_url is not None:
+        environ["MLCOPILOT_STATE_URL"] = state_url
     settings = load_settings(environ={**environ, "MLCOPILOT_CATALOG": f"lite:{lite}"})
     service = Service.from_settings(settings)
     try:
         store = open_state(settings, create=True)
 
+        backends: list[float] = []
+
         def scan(models: list[str]) -> tuple[float, float]:
             catalog = open_catalog(settings.catalog_spec, settings)
             wall, cpu = time.perf_counter(), time.process_time()
+            before = _backends_cpu_s(state_url)
             try:
                 options = ScanOptions(now=datetime.now(UTC), models=models)
                 service.scan(catalog, store, options, clock=SystemClock(), deliver=False)
             finally:
                 catalog.close()
+            backends.append(_backends_cpu_s(state_url) - before)
             return time.perf_counter() - wall, time.process_time() - cpu
 
         catalog = open_catalog(settings.catalog_spec, settings)
@@ -398,11 +457,13 @@ def batch_costs(sizes: list[int], profile: Path | None = None) -> None:
         wall, cpu = scan(models)
         log(f"batch costs: first scan of {len(models)} models: {cpu:.1f} s CPU, {wall:.1f} s")
         for size in sizes:
+            backends.clear()
             walls, cpus = zip(
                 *(scan(models[i : i + size]) for i in range(0, len(models), size)), strict=True
             )
+            pg = f", PostgreSQL {sum(backends):.1f} s CPU" if state_url is not None else ""
             log(
-                f"batch costs: batches of {size} ({len(cpus)}): {sum(cpus):.1f} s CPU, "
+                f"batch costs: batches of {size} ({len(cpus)}): {sum(cpus):.1f} s CPU{pg}, "
                 f"{sum(walls):.1f} s wall, load average {os.getloadavg()[0]:.1f}"
             )
         if profile is not None:
@@ -444,9 +505,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", type=Path, help="with --batch-costs: cProfile one batch of the last size here"
     )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="with --batch-costs: the state on PostgreSQL (a fresh schema), not Lite's SQLite",
+    )
     args = parser.parse_args(argv)
     if args.batch_costs:
-        batch_costs(args.batch_costs, args.profile)
+        batch_costs(args.batch_costs, args.profile, postgres=args.postgres)
         return 0
     from testing.postgres import PG_ADDRESS, admin_url
 

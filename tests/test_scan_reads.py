@@ -8,13 +8,17 @@ stays while any model has an open incident of that kind there.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 from mlcopilot.catalog.lite import LiteCatalog
-from mlcopilot.checks import builtin_infos
+from mlcopilot.checks import builtin_infos, infos_of
+from mlcopilot.incidents.lifecycle import reconcile
+from mlcopilot.incidents.writeback import plan_writeback
 from mlcopilot.model import IncidentState, Severity, TagWrite
-from mlcopilot.scan import ScanOptions, scan
-from mlcopilot.store import open_store
-from testing.builders import model_urn
+from mlcopilot.protocols import StateStore
+from mlcopilot.scan import ScanOptions, _after, _plan_writeback, scan
+from mlcopilot.store import SqlStore, open_store
+from testing.builders import dataset_urn, model_urn
 from testing.notify_world import CUSTOMERS, World, scripted_checks, world
 
 CHURN, LTV = model_urn("churn"), model_urn("ltv")
@@ -61,3 +65,60 @@ def test_a_tag_another_model_still_needs_stays_when_one_model_resolves(tmp_path:
         writes = scan_only(w, LTV)
         assert TagWrite(CUSTOMERS, PII_TAG, present=False) in writes
         assert PII_TAG not in customers_tags(w)
+
+
+class _Incidents:
+    """A store that answers everything but ``open_kinds``: the scan reads incidents instead."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "open_kinds":
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+def test_tags_planned_from_the_kinds_others_hold_are_the_tags_planned_from_their_incidents(
+    tmp_path: Path,
+) -> None:
+    """Asked of the store (``open_kinds``) or read as incidents, the write-back is the same."""
+    orders = dataset_urn("raw.orders")
+    models = {"churn": ["raw.customers", "raw.orders"], "ltv": ["raw.customers", "raw.orders"]}
+    with world(tmp_path, models=models) as w:
+        w.script = {
+            "pii_exposure": {
+                CUSTOMERS: [("email", Severity.HIGH, None), ("phone", Severity.HIGH, None)],
+                orders: [("card", Severity.HIGH, None)],
+            }
+        }
+        w.scan()
+        # churn's scan resolves what it found; ltv's incidents, not rescanned, hold the tags.
+        w.script = {"pii_exposure": {CUSTOMERS: [("email", Severity.HIGH, None)]}}
+        checks = scripted_checks(w.script)
+        infos = infos_of(checks)
+        with LiteCatalog(w.catalog_path) as catalog, open_store(w.state_url) as store:
+            previous = store.incidents(models=[CHURN])
+            options = ScanOptions(now=w.clock.now(), models=[CHURN], dry_run=True)
+            findings = scan(catalog, store, checks, options).findings
+            covered = frozenset((CHURN, "pii_exposure", entity) for entity in (CUSTOMERS, orders))
+            changes = reconcile(previous, findings, evaluated=covered, now=w.clock.now())
+            assert changes.resolved  # something for the tags to decide
+            planned = [
+                _plan_writeback(catalog, s, previous, changes, models=[CHURN], infos=infos)
+                for s in (store, cast(StateStore, _Incidents(store)))
+            ]
+            # As a scan planned it when it read the other models' incidents themselves:
+            others = store.incidents(
+                entities=[CUSTOMERS, orders], include_resolved=False, other_than=[CHURN]
+            )
+            before = plan_writeback(
+                _after(previous, changes),
+                models=[CHURN],
+                everything=_after([*previous, *others], changes),
+                infos=infos,
+            )
+    tags = [[w for w in plan if isinstance(w, TagWrite)] for plan in planned]
+    assert tags[0] == tags[1] == [w for w in before if isinstance(w, TagWrite)]
+    assert TagWrite(orders, PII_TAG, present=True) in tags[0]  # held by ltv alone
+    assert planned[0] == planned[1]

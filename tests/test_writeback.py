@@ -85,3 +85,21 @@ def test_timestamps_come_from_the_incident_not_the_clock() -> None:
     assert plan_writeback([incident()], models=[A], everything=[], infos=INFOS) == plan_writeback(
         [later], models=[A], everything=[], infos=INFOS
     )
+
+
+def test_a_tag_held_by_a_kind_another_model_has_open_stays() -> None:
+    """``held`` (the kinds others hold open, as a scan asks the store) is ``everything``'s say."""
+    resolved = incident(state=IncidentState.RESOLVED)
+    other = incident(B, id="bbbb")
+    from_incidents = plan_writeback(
+        [resolved], models=[A], everything=[resolved, other], infos=INFOS
+    )
+    from_kinds = plan_writeback(
+        [resolved], models=[A], everything=[resolved], held={(RAW, "pii_exposure")}, infos=INFOS
+    )
+    assert from_kinds == from_incidents
+    assert TagWrite(RAW, TAGS["pii_exposure"], present=True) in from_kinds
+    elsewhere = plan_writeback(
+        [resolved], models=[A], everything=[resolved], held={(RAW, "stale_source")}, infos=INFOS
+    )
+    assert TagWrite(RAW, TAGS["pii_exposure"], present=False) in elsewhere

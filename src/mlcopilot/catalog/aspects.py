@@ -50,6 +50,7 @@ from datahub.utilities.urn_encoder import RESERVED_CHARS
 from datahub.utilities.urns.error import InvalidUrnError
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
+from mlcopilot.catalog.urns import urn_type
 from mlcopilot.errors import CatalogError
 from mlcopilot.model import (
     UPDATE_HISTORY,
@@ -567,11 +568,9 @@ def _parent_urn(parent: str) -> Urn | None:
                 return None
         elif c == "," and depth == 0:
             return None
-    if depth != 0 or not parent:
-        return None
-    try:
-        SdkUrn.from_string(parent)
-    except InvalidUrnError:
+    if depth != 0 or not parent or urn_type(parent) is None:
+        # urn_type is the SDK's parse, remembered: a remote backend has parsed each dataset's
+        # urn already (to batch it), and the check of its own column lineage asks again.
         return None
     return sys.intern(parent)
 

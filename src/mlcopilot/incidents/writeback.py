@@ -73,12 +73,15 @@ def plan_writeback(
     everything: Sequence[Incident],
     infos: Mapping[str, CheckInfo],
     incident_types: Collection[str] | None = None,
+    held: Collection[tuple[Urn, str]] = frozenset(),
 ) -> list[Write]:
     """Plan the catalog state for ``incidents`` (latest generations of the scanned ``models``).
 
     ``everything`` is every incident in the store: a tag stays on an entity while any model still
-    has an open incident of that kind there, not just the models scanned now. ``infos`` names
-    each check's tag, incident type and wording (see :func:`info_for` for a missing one).
+    has an open incident of that kind there, not just the models scanned now. ``held`` says the
+    same of incidents left out of ``everything``: the ``(entity, check)`` of open ones (what a
+    scan reads of other models', rather than their incidents). ``infos`` names each check's tag,
+    incident type and wording (see :func:`info_for` for a missing one).
 
     ``incident_types`` are the entity types the catalog accepts in an incident
     (:func:`incident_types_of`; None: any). Each incident names its affected entity and its
@@ -93,7 +96,7 @@ def plan_writeback(
         if native is not None:
             writes.append(native)
         writes.append(_document_write(incident, info))
-    open_kinds = {(i.entity, i.check) for i in everything if i.is_open}
+    open_kinds = {(i.entity, i.check) for i in everything if i.is_open} | set(held)
     for entity, check in sorted({(i.entity, i.check) for i in incidents}):
         tag = info_for(check, infos).tag
         writes.append(TagWrite(entity, tag, present=(entity, check) in open_kinds))

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
 
 from mlcopilot.checks import infos_of
 from mlcopilot.clock import Clock, OffsetClock
@@ -29,6 +30,7 @@ from mlcopilot.incidents.payload import NotifyPolicy, NotifyRequest, PlannedRow,
 from mlcopilot.incidents.writeback import incident_types_of, plan_writeback
 from mlcopilot.model import (
     Baseline,
+    CheckInfo,
     EntityType,
     Finding,
     Incident,
@@ -345,11 +347,9 @@ def _reconcile_and_plan(
     now: datetime,
 ) -> _Planned:
     """The incident changes against what is stored now, the write-back and what to notify."""
-    # The scanned models' incidents, and the open ones of other models on the same entities
-    # (a tag stays while any model has an open incident there): never the whole store's,
-    # which a watcher would read again every few seconds.
+    # The scanned models' incidents: never the whole store's, which a watcher would read again
+    # every few seconds.
     previous = store.incidents(models=models)
-    stored = _with_open_on(store, previous)
     changes = reconcile(
         previous,
         checked.findings,
@@ -359,15 +359,11 @@ def _reconcile_and_plan(
     )
     # Stored incidents of checks not running now are still written back and notified.
     infos = infos_of(checks)
-    after = _after(previous, changes)
-    everything = _after(stored, changes)
-    # What an incident may name there: a recent DataHub's shows the model's health too.
-    targets = incident_types_of(catalog) if delivery.write_back and after else None
-    plan = plan_writeback(
-        after, models=models, everything=everything, infos=infos, incident_types=targets
+    plan = (
+        _plan_writeback(catalog, store, previous, changes, models=models, infos=infos)
+        if delivery.write_back
+        else []
     )
-    if not delivery.write_back:
-        plan = []
     routed = (
         routes(
             catalog,
@@ -414,21 +410,57 @@ def _deliver(
     return report, tuple(datahub.applied)
 
 
-def _with_open_on(store: StateStore, previous: Sequence[Incident]) -> list[Incident]:
-    """``previous`` and the open incidents of other models on the entities ``previous`` names.
+def _plan_writeback(
+    catalog: Catalog,
+    store: StateStore,
+    previous: Sequence[Incident],
+    changes: IncidentChanges,
+    *,
+    models: Sequence[Urn],
+    infos: Mapping[str, CheckInfo],
+) -> list[Write]:
+    """What the catalog should hold for the scanned models' incidents once ``changes`` apply."""
+    after = _after(previous, changes)
+    # What an incident may name there: a recent DataHub's shows the model's health too.
+    targets = incident_types_of(catalog) if after else None
+    return plan_writeback(
+        after,
+        models=models,
+        everything=after,
+        held=_held_by_others(store, previous),
+        infos=infos,
+        incident_types=targets,
+    )
+
+
+@runtime_checkable
+class _OpenKinds(Protocol):
+    """A store that says which kinds of incident are open on entities without reading them."""
+
+    def open_kinds(
+        self, entities: Sequence[Urn], *, other_than: Sequence[Urn] = ()
+    ) -> set[tuple[Urn, str]]:
+        """``(entity, check)`` of each open incident on ``entities``, but ``other_than``'s."""
+        ...
+
+
+def _held_by_others(store: StateStore, previous: Sequence[Incident]) -> set[tuple[Urn, str]]:
+    """``(entity, check)`` of the open incidents of other models on the entities of ``previous``.
 
     Enough to plan the tags: an entity's tag is planned for an incident of the scanned models,
     and one they had before (the entity is then in ``previous``) may be held by another's.
+    The pairs are asked of the store, not the incidents read: in a full rescan's batch those
+    are tens of thousands of other models' incidents on shared upstream entities.
     """
-    mine = {i.id for i in previous}
     models = sorted({i.model for i in previous})
     entities = sorted({i.entity for i in previous})
-    others = (
-        store.incidents(entities=entities, include_resolved=False, other_than=models)
-        if entities
-        else []
-    )
-    return [*previous, *(i for i in others if i.id not in mine)]
+    if not entities:
+        return set()
+    if isinstance(store, _OpenKinds):
+        return store.open_kinds(entities, other_than=models)
+    mine = {i.id for i in previous}
+    others = store.incidents(entities=entities, include_resolved=False, other_than=models)
+    return {(i.entity, i.check) for i in others if i.id not in mine}
 
 
 def _after(previous: Sequence[Incident], changes: IncidentChanges) -> list[Incident]:

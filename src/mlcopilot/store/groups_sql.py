@@ -17,18 +17,24 @@ from mlcopilot.store.chunks import chunks
 from mlcopilot.store.outbox_sql import of_sinks
 from mlcopilot.store.rows import incident_from_mapping
 
+_WATCHED_COLUMNS = tuple(c for c in t.incidents.c if c.name != "evidence")
+"""An incident's columns but its evidence, most of the row: reading acknowledgements back
+needs the members' ids and generations, and a group on a shared upstream entity has members
+across the estate, read again by every batch of a full rescan."""
+
 
 def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup]:
     """Open, unacknowledged groups with an open incident of ``models`` (all when None).
 
     Set-based reads whatever the number of groups (a watcher scans every few seconds against
     a store of thousands of open groups): the groups' keys, their open incidents, their sink
-    references, a statement each (per chunk of keys).
+    references, a statement each (per chunk of keys). The incidents come without their
+    evidence (empty).
     """
     g, i, r = t.notify_groups, t.incidents, t.sink_refs
     of_open_group = (g.c.state == GroupState.OPEN.value,)
     incidents = (
-        select(i)
+        select(*_WATCHED_COLUMNS)
         .join(g, (g.c.key == i.c.group_key) & (g.c.generation == i.c.group_generation))
         .where(*of_open_group, i.c.state == "open")
     )
@@ -46,7 +52,7 @@ def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup
         ref_rows = _by_key(conn, refs, r.c.group_key, keys)
     members: dict[tuple[str, int], list[Incident]] = {}
     for row in rows:
-        incident = incident_from_mapping(dict(row._mapping))
+        incident = incident_from_mapping({**row._mapping, "evidence": {}})
         members.setdefault((row.group_key, int(row.group_generation)), []).append(incident)
     if models is not None:
         # A model's incident may be open in another generation of the group: not this one.

@@ -7,27 +7,37 @@ from typing import Any
 
 from mlcopilot.model import Incident, IncidentState, Severity
 
+_STATES = {state.value: state for state in IncidentState}
+_SEVERITIES = {severity.value: severity for severity in Severity}
+
 
 def incident_from_mapping(m: Mapping[str, Any], urns: dict[str, str] | None = None) -> Incident:
     """The incident an ``incidents`` row holds.
 
     ``urns``: strings already read (a scan reads tens of thousands of incidents, whose models,
-    entities and paths repeat): each urn read is the one string kept there.
+    entities and paths repeat): each urn read is the one string kept there. States and
+    severities are looked up by value (an enum's call is a microsecond of each of a second
+    scan's hundreds of thousands of incidents); an unknown one still raises as it did.
     """
-    share = (lambda urn: urn) if urns is None else (lambda urn: urns.setdefault(urn, urn))
+    model, entity, path = m["model"], m["entity"], m["path"]
+    if urns is not None:
+        share = urns.setdefault
+        model, entity = share(model, model), share(entity, entity)
+        path = [share(urn, urn) for urn in path]
+    state, severity = m["state"], m["severity"]
     return Incident(
         id=m["id"],
         generation=m["generation"],
-        state=IncidentState(m["state"]),
+        state=_STATES.get(state) or IncidentState(state),
         check=m["check_name"],
-        severity=Severity(m["severity"]),
-        model=share(m["model"]),
-        entity=share(m["entity"]),
+        severity=_SEVERITIES.get(severity) or Severity(severity),
+        model=model,
+        entity=entity,
         field=m["field"],
         change=m["change"],
         previous_field=m["previous_field"],
         message=m["message"],
-        path=tuple(share(urn) for urn in m["path"]),
+        path=tuple(path),
         evidence=dict(m["evidence"]),
         opened_at=m["opened_at"],
         updated_at=m["updated_at"],

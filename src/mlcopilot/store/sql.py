@@ -35,6 +35,7 @@ from sqlalchemy import (
     Row,
     Text,
     and_,
+    bindparam,
     cast,
     create_engine,
     event,
@@ -82,7 +83,7 @@ from mlcopilot.model import (
 from mlcopilot.protocols import ClosedOnExit, RescanRequest, RescanSplit
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
-from mlcopilot.store.chunks import chunks
+from mlcopilot.store.chunks import IN_CHUNK, chunks
 from mlcopilot.store.opening import (
     check_sqlite_file,
     empty_store_message,
@@ -99,6 +100,8 @@ _TABLES: Final = frozenset(t.metadata.tables)
 _MIGRATION_LOCK: Final = 0x6D6C_636F_7069_6C6F  # "mlcopilo": serialises migrations on Postgres
 _PG_CONNECT_TIMEOUT_S: Final = 10
 _WRITE: Final = "mlcopilot_write"
+_DEADLOCK: Final = "40P01"
+"""PostgreSQL's SQLSTATE for a transaction it aborted to break a deadlock."""
 
 
 def default_state_url(home: Path) -> str:
@@ -321,6 +324,24 @@ class SqlStore(ClosedOnExit):
         found.sort(key=lambda x: x.opened_at, reverse=True)
         return found
 
+    def open_kinds(
+        self, entities: Sequence[Urn], *, other_than: Sequence[Urn] = ()
+    ) -> set[tuple[Urn, str]]:
+        """``(entity, check)`` of each open incident on ``entities``, but ``other_than``'s.
+
+        What holds a tag on an entity for models other than a scan's (see
+        :func:`~mlcopilot.incidents.writeback.plan_writeback`): the distinct pairs only, as the
+        database groups them, never the incidents (a batch of a full rescan on shared upstream
+        entities would read tens of thousands of other models' incidents for a few thousand
+        pairs). Only a latest generation is ever unresolved, so no generation is compared.
+        """
+        found: set[tuple[Urn, str]] = set()
+        skip = list(dict.fromkeys(other_than))
+        with self._read("reading open incidents") as conn:
+            for chunk in chunks(list(dict.fromkeys(entities))):
+                found.update(_open_kinds(conn, chunk, skip))
+        return found
+
     def get(self, incident_id: str) -> Incident | None:
         """The latest generation of one incident, or None when the id is unknown."""
         with self._read("reading an incident") as conn:
@@ -381,48 +402,60 @@ class SqlStore(ClosedOnExit):
             "updated": len(changes.updated),
             "resolved": len(changes.resolved),
         }
-        i = t.incidents
-        with self._write("recording the scan") as conn:
+        with self._deadlock_is_a_conflict(), self._write("recording the scan") as conn:
             _upsert_baselines(conn, baselines)
             _upsert_profile_baselines(conn, profile_baselines)
             key = conn.execute(insert(t.scan_runs), run).inserted_primary_key
             assert key is not None  # both engines report autoincrement keys
             run_id = int(key[0])
+            # The incidents first, the notification groups last: the incidents are this scan's
+            # models' own (no other batch of a full rescan writes them), the groups are shared
+            # by every batch on the same upstream. Locked last, a group is held only while the
+            # plan is made and committed, so concurrent batches' commits overlap (locked first,
+            # they ran one after the other). Acknowledging by hand takes them in this order too.
+            self._write_incidents(conn, changes, run_id=run_id, now=now)
             planned = None
             if notify is not None:
                 planned = notify_sql.plan(conn, changes, notify, now=now, run_id=run_id, lock=True)
-            if changes.opened:
-                try:
-                    conn.execute(insert(i), [_incident_row(inc, run_id) for inc in changes.opened])
-                except IntegrityError as exc:
-                    ids = ", ".join(sorted({inc.id for inc in changes.opened}))
-                    raise self._conflict(
-                        f"opening incidents ({_shorten(ids)}) clashed with incidents already stored"
-                    ) from exc
-            for inc in changes.updated:
-                values = {
-                    "severity": inc.severity.value,
-                    "change": inc.change,
-                    "previous_field": inc.previous_field,
-                    "message": inc.message,
-                    "path": list(inc.path),
-                    "evidence": _jsonable(inc.evidence),
-                    "updated_at": inc.updated_at,
-                    "last_run_id": run_id,
-                }
-                self._update_open(conn, inc, values, "updated")
-            for inc in changes.resolved:
-                values = {
-                    "state": IncidentState.RESOLVED.value,
-                    "resolved_at": inc.resolved_at or now,
-                    "resolution": inc.resolution or lifecycle.CLEARED,
-                    "updated_at": inc.updated_at,
-                    "last_run_id": run_id,
-                }
-                self._update_open(conn, inc, values, "resolved")
-            if planned is not None:
                 self._apply_plan(conn, planned, now=now, run_id=run_id)
         return RecordedScan(run_id, tuple(planned.rows) if planned is not None else ())
+
+    def _write_incidents(
+        self, conn: Connection, changes: IncidentChanges, *, run_id: int, now: datetime
+    ) -> None:
+        """Insert the opened incidents, refresh the updated ones, resolve the resolved ones.
+
+        A statement each (executemany), not one per incident: a batch of a full rescan
+        refreshes tens of thousands. Each in ``(id, generation)`` order, so two scans touching
+        the same incidents lock them in the same order.
+        """
+        if changes.opened:
+            opened = sorted(changes.opened, key=lambda inc: (inc.id, inc.generation))
+            try:
+                conn.execute(insert(t.incidents), [_incident_row(inc, run_id) for inc in opened])
+            except IntegrityError as exc:
+                ids = ", ".join(sorted({inc.id for inc in changes.opened}))
+                raise self._conflict(
+                    f"opening incidents ({_shorten(ids)}) clashed with incidents already stored"
+                ) from exc
+        updated = [_updated_values(inc, run_id) for inc in changes.updated]
+        self._update_open(conn, changes.updated, updated, "updated")
+        resolved = [_resolved_values(inc, run_id, now) for inc in changes.resolved]
+        self._update_open(conn, changes.resolved, resolved, "resolved")
+
+    @contextmanager
+    def _deadlock_is_a_conflict(self) -> Iterator[None]:
+        """A scan PostgreSQL aborted to break a deadlock is in conflict with another.
+
+        Nothing of it was written, and the scan retries against what the other one stored, as
+        for any conflict.
+        """
+        try:
+            yield
+        except StoreError as exc:
+            if getattr(getattr(exc.__cause__, "orig", None), "sqlstate", None) != _DEADLOCK:
+                raise
+            raise self._conflict("two scans waited for each other's incidents") from exc
 
     def planned_notifications(
         self, changes: IncidentChanges, notify: NotifyRequest, *, now: datetime
@@ -697,6 +730,7 @@ class SqlStore(ClosedOnExit):
         """Open, unacknowledged notification groups (of ``models``), with refs and members.
 
         What a scan reads acknowledgements back for: the GitHub issue and the DataHub incidents.
+        The members come without their evidence (empty): what is read back names them by id.
         """
         with self._read("reading notification groups") as conn:
             return groups_sql.watched(conn, models)
@@ -767,19 +801,36 @@ class SqlStore(ClosedOnExit):
         return current
 
     def _update_open(
-        self, conn: Connection, inc: Incident, values: Mapping[str, Any], what: str
+        self,
+        conn: Connection,
+        incidents: Sequence[Incident],
+        values: Sequence[Mapping[str, Any]],
+        what: str,
     ) -> None:
+        """Set ``values`` on each of ``incidents`` (the same keys each), one executemany.
+
+        Each row only while that generation is still unresolved: every one must match, or
+        another process resolved (or removed) one since it was read, and it is a conflict.
+        Both drivers report the rows an executemany matched, summed over its parameter sets.
+        """
+        if not incidents:
+            return
         i = t.incidents
-        result = conn.execute(
-            update(i)
-            .where(
-                i.c.id == inc.id,
-                i.c.generation == inc.generation,
-                i.c.state != IncidentState.RESOLVED.value,
-            )
-            .values(**values)
+        rows = sorted(
+            (
+                {**row, "_id": inc.id, "_generation": inc.generation}
+                for inc, row in zip(incidents, values, strict=True)
+            ),
+            key=lambda row: (row["_id"], row["_generation"]),
         )
-        if result.rowcount != 1:
+        statement = update(i).where(
+            i.c.id == bindparam("_id"),
+            i.c.generation == bindparam("_generation"),
+            i.c.state != IncidentState.RESOLVED.value,
+        )
+        result = conn.execute(statement, rows)
+        if result.rowcount != len(rows):
+            inc = _first_not_written(conn, incidents, run_id=rows[0]["last_run_id"])
             raise self._conflict(
                 f"incident {inc.id} (generation {inc.generation}) to be {what} is no longer open"
             )
@@ -1238,6 +1289,68 @@ def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:
         "acknowledged_at": inc.acknowledged_at,
         "acknowledged_by": inc.acknowledged_by,
         "resolution": inc.resolution,
+        "last_run_id": run_id,
+    }
+
+
+_SKIPPED_IN_SQL: Final = 4 * IN_CHUNK
+"""Models left out by the database itself (``NOT IN``) up to this many; more, and their pairs
+are read per model and left out here, to stay well under SQLite's limit on parameters."""
+
+
+def _open_kinds(
+    conn: Connection, entities: Sequence[Urn], skip: Sequence[Urn]
+) -> Iterator[tuple[Urn, str]]:
+    i = t.incidents
+    open_here = (i.c.entity.in_(entities), i.c.state != IncidentState.RESOLVED.value)
+    if len(skip) <= _SKIPPED_IN_SQL:
+        left_out = (i.c.model.not_in(skip),) if skip else ()
+        query = select(i.c.entity, i.c.check_name).where(*open_here, *left_out).distinct()
+        for row in conn.execute(query):
+            yield row.entity, row.check_name
+        return
+    skipped = frozenset(skip)
+    query = select(i.c.entity, i.c.check_name, i.c.model).where(*open_here).distinct()
+    for pair in conn.execute(query):
+        if pair.model not in skipped:
+            yield pair.entity, pair.check_name
+
+
+def _first_not_written(conn: Connection, incidents: Sequence[Incident], *, run_id: int) -> Incident:
+    """The first of ``incidents`` (by id) whose row this run did not write: it was not open.
+
+    Told by the run id the statement set on every row it matched (it may have resolved them).
+    """
+    i = t.incidents
+    written: set[tuple[str, int]] = set()
+    for chunk in chunks(sorted({inc.id for inc in incidents})):
+        query = select(i.c.id, i.c.generation).where(i.c.id.in_(chunk), i.c.last_run_id == run_id)
+        written.update((row.id, int(row.generation)) for row in conn.execute(query))
+    ordered = sorted(incidents, key=lambda inc: (inc.id, inc.generation))
+    return next((inc for inc in ordered if (inc.id, inc.generation) not in written), ordered[0])
+
+
+def _updated_values(inc: Incident, run_id: int) -> dict[str, Any]:
+    """What a scan refreshes of an incident it saw again (never its state)."""
+    return {
+        "severity": inc.severity.value,
+        "change": inc.change,
+        "previous_field": inc.previous_field,
+        "message": inc.message,
+        "path": list(inc.path),
+        "evidence": _jsonable(inc.evidence),
+        "updated_at": inc.updated_at,
+        "last_run_id": run_id,
+    }
+
+
+def _resolved_values(inc: Incident, run_id: int, now: datetime) -> dict[str, Any]:
+    """What a scan sets on an incident whose risk cleared."""
+    return {
+        "state": IncidentState.RESOLVED.value,
+        "resolved_at": inc.resolved_at or now,
+        "resolution": inc.resolution or lifecycle.CLEARED,
+        "updated_at": inc.updated_at,
         "last_run_id": run_id,
     }
 

@@ -536,7 +536,10 @@ class DataHubCatalog(ClosedOnExit):
         each version needed once, however many models share a dataset. What is known of the
         versions read (their numbers, when they were written) is kept for the rest of the
         scan; their values only until the answer is made (a schema for each dataset: most of
-        a first scan's memory after the walk's).
+        a first scan's memory after the walk's). Each answer is made as soon as its last
+        version is in, batch by batch: a round of an estate's first scan is a hundred
+        thousand schema versions, and almost every answer is the current schema, for which
+        the values read are not needed at all.
         """
         wanted = list(dict.fromkeys(requests))
         result: dict[tuple[Urn, datetime], Schema | None] = dict.fromkeys(wanted)
@@ -570,26 +573,10 @@ class DataHubCatalog(ClosedOnExit):
                     found[key][name] = value
                 else:
                     older.add(key)
-        for _ in range(MAX_HISTORY_PROBES):
-            if not pending:
-                break
-            got = self._read_versions(
-                (key[0], name, v)
-                for key, versions in pending.items()
-                for name, v in versions.items()
-            )
-            following: dict[tuple[Urn, datetime], dict[str, int]] = {}
-            for key, versions in pending.items():
-                for name, v in versions.items():
-                    written, value, _newest = got.get((key[0], name, v)) or (None, None, None)
-                    if value is not None and written is not None and written < times[key]:
-                        found[key][name] = value
-                    else:
-                        older.add(key)  # an earlier version, or none, was in force then
-                        if v > 1:
-                            following.setdefault(key, {})[name] = v - 1
-            pending = following
-        for key, aspects in found.items():
+
+        def settle(key: tuple[Urn, datetime]) -> None:
+            """Make ``key``'s answer (its versions are all in) and let its values go."""
+            aspects = found.pop(key)
             node = self._nodes.get(key[0])
             if key not in older and node is not None:
                 # Every schema aspect's newest version was in force then: the current schema,
@@ -597,9 +584,45 @@ class DataHubCatalog(ClosedOnExit):
                 result[key] = node.schema
             elif "schemaMetadata" in aspects:
                 result[key] = ax.schema_from_aspects(aspects)
-        for asked, held in list(self._versions.items()):
+
+        for key in [k for k in found if k not in pending]:
+            settle(key)
+        keys_of: dict[Urn, list[tuple[Urn, datetime]]] = {}
+        for key in pending:
+            keys_of.setdefault(key[0], []).append(key)
+        for _ in range(MAX_HISTORY_PROBES):
+            if not pending:
+                break
+            following: dict[tuple[Urn, datetime], dict[str, int]] = {}
+            asked = (
+                (key[0], name, v)
+                for key, versions in pending.items()
+                for name, v in versions.items()
+            )
+            # A round asks one version of each aspect of an urn, for all its keys at once
+            # (they walk down together), so an urn's answers are complete with its batch.
+            for got in self._stream_versions(asked):
+                for urn in dict.fromkeys(u for u, _, _ in got):
+                    for key in keys_of.get(urn, ()):
+                        versions = pending.get(key)
+                        if versions is None:
+                            continue
+                        for name, v in versions.items():
+                            written, value, _ = got.get((urn, name, v)) or _NO_VERSION
+                            if value is not None and written is not None and written < times[key]:
+                                found[key][name] = value
+                            else:
+                                older.add(key)  # an earlier version, or none, was in force then
+                                if v > 1:
+                                    following.setdefault(key, {})[name] = v - 1
+                        if key not in following:
+                            settle(key)
+            pending = following
+        for key in list(found):
+            settle(key)  # past MAX_HISTORY_PROBES: what was found is the answer, as ever
+        for asked_key, held in list(self._versions.items()):
             if held is not None and held[1] is not None:
-                del self._versions[asked]  # a later call reads it again
+                del self._versions[asked_key]  # a later call reads it again
         return result
 
     def profiles_before(
@@ -1194,20 +1217,7 @@ class DataHubCatalog(ClosedOnExit):
     ) -> dict[tuple[Urn, str, int], _Version | None]:
         """Some versions of some aspects, from this scan's cache or in batches."""
         keys = list(dict.fromkeys(wanted))
-        # An item names each aspect of its urn once: two versions of one aspect (models
-        # trained at different times) go in separate batches, and responses stay by urn.
-        layers: list[dict[str, dict[Urn, dict[str, int]]]] = []
-        for urn, name, version in keys:
-            entity_type = urn_type(urn)
-            if (urn, name, version) in self._versions or entity_type is None:
-                continue
-            for layer in layers:
-                item = layer.setdefault(entity_type, {}).setdefault(urn, {})
-                if name not in item:
-                    item[name] = version
-                    break
-            else:
-                layers.append({entity_type: {urn: {name: version}}})
+        layers = _version_layers(k for k in keys if k not in self._versions)
         tasks = [
             _bind(self._version_batch, entity_type, chunk)
             for layer in layers
@@ -1217,6 +1227,32 @@ class DataHubCatalog(ClosedOnExit):
         for found in self._run(tasks):
             self._versions.update(found)
         return {key: self._versions.get(key) for key in keys}
+
+    def _stream_versions(
+        self, wanted: Iterable[tuple[Urn, str, int]]
+    ) -> Iterator[dict[tuple[Urn, str, int], _Version | None]]:
+        """:meth:`_read_versions`, a batch at a time, as each is in; values are not kept.
+
+        What the cache holds is given first. Versions with a value are not cached (an answer
+        is made of them as they come, and a later call reads them again); the others are.
+        """
+        keys = list(dict.fromkeys(wanted))
+        # An urn is answered from the cache only when all of it is there, so that each urn
+        # comes whole, in one of the dicts yielded.
+        unheld = {urn for urn, name, version in keys if (urn, name, version) not in self._versions}
+        held = {k: self._versions[k] for k in keys if k[0] not in unheld}
+        if held:
+            yield held
+        layers = _version_layers(k for k in keys if k[0] in unheld)
+        tasks = [
+            _bind(self._version_batch, entity_type, chunk)
+            for layer in layers
+            for entity_type, items in layer.items()
+            for chunk in _chunks(list(items.items()), max(SMALL_BATCH, self._batch_size))
+        ]
+        for found in self._completed(tasks):
+            self._versions.update((k, v) for k, v in found.items() if v is None or v[1] is None)
+            yield found
 
     def _version_batch(
         self, entity_type: str, items: Sequence[tuple[Urn, dict[str, int]]]
@@ -1450,6 +1486,33 @@ def _write_aspects(entity_type: str) -> list[str]:
 def _openapi_aspects(entity_type: str) -> list[str]:
     """The aspects of :data:`READ_ASPECTS` that ``entity_type`` has (none if unknown)."""
     return aspects_among(entity_type, READ_ASPECTS)
+
+
+_NO_VERSION: _Version = (None, None, None)
+"""What a version GMS did not send is taken as: not written, no value."""
+
+
+def _version_layers(
+    keys: Iterable[tuple[Urn, str, int]],
+) -> list[dict[str, dict[Urn, dict[str, int]]]]:
+    """``keys`` as ``batchGet`` items by entity type and urn, in as few layers as can be.
+
+    An item names each aspect of its urn once: two versions of one aspect (models trained at
+    different times) go in separate layers (batches), and responses stay by urn.
+    """
+    layers: list[dict[str, dict[Urn, dict[str, int]]]] = []
+    for urn, name, version in keys:
+        entity_type = urn_type(urn)
+        if entity_type is None:
+            continue
+        for layer in layers:
+            item = layer.setdefault(entity_type, {}).setdefault(urn, {})
+            if name not in item:
+                item[name] = version
+                break
+        else:
+            layers.append({entity_type: {urn: {name: version}}})
+    return layers
 
 
 def _merge(into: _Bundle, part: _Bundle) -> None:
