@@ -1217,13 +1217,7 @@ class DataHubCatalog(ClosedOnExit):
     ) -> dict[tuple[Urn, str, int], _Version | None]:
         """Some versions of some aspects, from this scan's cache or in batches."""
         keys = list(dict.fromkeys(wanted))
-        layers = _version_layers(k for k in keys if k not in self._versions)
-        tasks = [
-            _bind(self._version_batch, entity_type, chunk)
-            for layer in layers
-            for entity_type, items in layer.items()
-            for chunk in _chunks(list(items.items()), max(SMALL_BATCH, self._batch_size))
-        ]
+        tasks = self._version_tasks(k for k in keys if k not in self._versions)
         for found in self._run(tasks):
             self._versions.update(found)
         return {key: self._versions.get(key) for key in keys}
@@ -1243,16 +1237,21 @@ class DataHubCatalog(ClosedOnExit):
         held = {k: self._versions[k] for k in keys if k[0] not in unheld}
         if held:
             yield held
-        layers = _version_layers(k for k in keys if k[0] in unheld)
-        tasks = [
-            _bind(self._version_batch, entity_type, chunk)
-            for layer in layers
-            for entity_type, items in layer.items()
-            for chunk in _chunks(list(items.items()), max(SMALL_BATCH, self._batch_size))
-        ]
+        tasks = self._version_tasks(k for k in keys if k[0] in unheld)
         for found in self._completed(tasks):
             self._versions.update((k, v) for k, v in found.items() if v is None or v[1] is None)
             yield found
+
+    def _version_tasks(
+        self, wanted: Iterable[tuple[Urn, str, int]]
+    ) -> list[Callable[[], dict[tuple[Urn, str, int], _Version | None]]]:
+        """One ``batchGet`` task per entity type and chunk of each layer of ``wanted``."""
+        return [
+            _bind(self._version_batch, entity_type, chunk)
+            for layer in _version_layers(wanted)
+            for entity_type, items in layer.items()
+            for chunk in _chunks(list(items.items()), max(SMALL_BATCH, self._batch_size))
+        ]
 
     def _version_batch(
         self, entity_type: str, items: Sequence[tuple[Urn, dict[str, int]]]
