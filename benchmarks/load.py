@@ -79,7 +79,7 @@ def timed(name, function):
 lite_writer.LiteWriter.finish = timed("finish", lite_writer.LiteWriter.finish)
 try:  # the scan index, written in the load's transaction (not in every tree)
     from mlcopilot.catalog import lite_index
-    refresh = (lambda client: 0) if no_index else lite_index.refresh
+    refresh = (lambda client, helper=None: 0) if no_index else lite_index.refresh
     lite_index.refresh = timed("index", refresh)
 except ImportError:
     pass

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from mlcopilot.catalog import aspects as ax
+from mlcopilot.catalog import lite_index
 from mlcopilot.catalog.lite import LiteCatalog, open_lite_catalog
 from mlcopilot.catalog.lite_writer import TIMESERIES
 from mlcopilot.catalog.loader import LoadSummary, load_metadata_files
@@ -611,3 +614,59 @@ def test_a_second_process_reading_gives_the_same_catalog_and_errors(tmp_path: Pa
     with pytest.raises(InputError, match="not valid JSON at line 2 column 9"):
         load_metadata_files(paired, [files[0], broken], parallel=True)
     assert rows(paired) == before
+
+
+# --- large loads: the scan index translated in a second process too -----------------------
+
+
+def test_the_helper_translates_half_of_the_scan_index_as_this_process_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lite_index, "_BATCH", 1)  # a batch an entity: 8 of them
+    sent: list[int] = []
+    submit = lite_index.Helper.submit
+    monkeypatch.setattr(
+        lite_index.Helper,
+        "submit",
+        lambda self, batch: (sent.append(len(batch[0])), submit(self, batch)),
+    )
+    files = sorted(DEMO_DATA.glob("*.json"))
+    alone, paired = tmp_path / "alone.db", tmp_path / "paired.db"
+    load_metadata_files(alone, files, parallel=False)
+    load_metadata_files(paired, files, parallel=True)
+    indexed = lite_rows(alone, lite_index.TABLE)
+    assert 0 < sum(sent) < len(indexed)  # the helper translated some, this process the rest
+    assert lite_rows(paired, lite_index.TABLE) == indexed
+    assert lite_rows(paired) == lite_rows(alone)
+    assert multiprocessing.active_children() == []  # the helper ended with the load
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [("raise", r"(?s)helper process failed:.*ZeroDivisionError"), ("die", "helper process died")],
+)
+def test_a_helper_that_fails_fails_the_load_and_loads_nothing(
+    fault: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lite_index, "_BATCH", 1)
+    loading = os.getpid()
+    build = lite_index._build
+
+    def failing_in_the_helper(gathered: Any) -> Any:
+        if os.getpid() != loading:
+            if fault == "die":
+                os._exit(1)
+            raise ZeroDivisionError("a bug in the helper")
+        return build(gathered)
+
+    monkeypatch.setattr(lite_index, "_build", failing_in_the_helper)
+    db = tmp_path / "catalog.db"
+    load_metadata_files(db, [DEMO_DATA / "01_catalog.json"], parallel=False)
+    with sqlite3.connect(db) as conn:  # (records of every entity to translate again)
+        conn.execute(f"DELETE FROM {lite_index.TABLE}")
+    before = lite_rows(db)
+    with pytest.raises(RuntimeError, match=message):
+        load_metadata_files(db, sorted(DEMO_DATA.glob("*.json")), parallel=True)
+    assert lite_rows(db) == before
+    assert lite_rows(db, lite_index.TABLE) == []
+    assert multiprocessing.active_children() == []

@@ -430,8 +430,11 @@ class LiteCatalog(ClosedOnExit):
         return self._write(mcps)
 
     @contextmanager
-    def writing(self) -> Iterator[LiteWriter]:
+    def writing(self, *, parallel: bool = False) -> Iterator[LiteWriter]:
         """One transaction for many aspect writes: all of them are stored, or none.
+
+        ``parallel``: for a large load, translate the scan index in a second process too
+        (:class:`~mlcopilot.catalog.lite_index.Helper`, forked now, while this one is small).
 
         The writes go into Lite's table directly, in Lite's row format
         (:mod:`mlcopilot.catalog.lite_writer`). Any exception inside the block, or the process
@@ -443,6 +446,7 @@ class LiteCatalog(ClosedOnExit):
         lite = self._handle(writable=True)
         self._forget()
         client = lite.sqlite_client
+        helper = lite_index.Helper() if parallel else None
         try:
             with self._errors():
                 # WAL while writing (readers keep reading); an earlier write of this handle
@@ -461,12 +465,14 @@ class LiteCatalog(ClosedOnExit):
                     writer = LiteWriter(lite)
                     yield writer
                     writer.finish()
-                    lite_index.refresh(client)  # every entity written gets its scan record
+                    lite_index.refresh(client, helper)  # every entity written gets its record
                     client.commit()
                 except BaseException:
                     client.rollback()
                     raise
                 finally:
+                    if helper is not None:
+                        helper.close()
                     lite.stop_deferring()
                     self._forget()
             # A large load leaves a WAL as big as itself: fold it into the file and drop it.
@@ -475,6 +481,8 @@ class LiteCatalog(ClosedOnExit):
             with suppress(sqlite3.Error):
                 client.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
+            if helper is not None:
+                helper.close()  # (ended already, unless the transaction never started)
             # At rest in rollback-journal mode, committed or not: a WAL file can only be read
             # where SQLite may create its -shm and -wal files, so a read-only folder (or a
             # dry run, which must write no file at all) could not read it. Fails harmlessly,

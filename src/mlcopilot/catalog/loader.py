@@ -174,7 +174,7 @@ def _load(
     if parallel is None:
         parallel = total >= PARALLEL_FROM_BYTES
     try:
-        with catalog.writing() as writer:
+        with catalog.writing(parallel=parallel) as writer:
             events = prepared(files, _stream, _prepare, _BadRecord, parallel=parallel)
             for kind, index, number, payload in events:
                 if kind == "read":
