@@ -17,7 +17,9 @@ from rich.console import Console
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import load_checks
 from mlcopilot.cli.render.terminal import print_scan
+from mlcopilot.lineage import coverage
 from mlcopilot.lineage.coverage import NO_LINEAGE, coverage_gaps
+from mlcopilot.model import ColumnUsage
 from mlcopilot.protocols import WalkLimits
 from mlcopilot.report.json import render_json, render_markdown
 from mlcopilot.scan import ScanOptions, ScanResult, scan
@@ -221,3 +223,19 @@ def test_a_catalog_without_models_is_a_note_and_exit_0(tmp_path: Path) -> None:
     assert report["models"] == []
     assert report["notes"] == [note]
     assert report["summary"]["models"] == 0
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        ColumnUsage(whole=True),
+        ColumnUsage(),
+        ColumnUsage(columns=frozenset({"a"}), complete=True),
+        ColumnUsage(columns=frozenset({"a"}), unused=frozenset({"b", "c"})),
+        ColumnUsage(unused=frozenset({"a", "x"})),
+    ],
+)
+def test_readiness_counts_the_columns_that_feed_or_may_feed(usage: ColumnUsage) -> None:
+    names = ["a", "b", "c", "d", "a"]
+    expected = sum(1 for c in names if usage.feeds(c) is not False)
+    assert coverage._count_feeding(names, usage) == expected

@@ -11,7 +11,7 @@ not asked for (a dataset was reached).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from mlcopilot.model import (
     UNKNOWN_USAGE,
@@ -73,6 +73,21 @@ def coverage_gaps(lineage: Lineage) -> tuple[CoverageGap, ...]:
     return tuple(gaps)
 
 
+def _count_feeding(names: Sequence[str], usage: ColumnUsage) -> int:
+    """How many of ``names`` feed or may feed (``usage.feeds`` not False): counted in sets.
+
+    Every dataset of a large lineage is counted (millions of columns), most with a usage
+    that decides all of its columns at once.
+    """
+    if usage.whole:
+        return len(names)
+    if usage.complete:
+        return sum(1 for c in names if c in usage.columns)
+    if not usage.unused:
+        return len(names)
+    return sum(1 for c in names if c in usage.columns or c not in usage.unused)
+
+
 def profile_readiness(lineage: Lineage, usage: Mapping[Urn, ColumnUsage]) -> ProfileReadiness:
     """What DataHub profiles of the columns feeding the model (see ``ProfileReadiness``).
 
@@ -87,10 +102,11 @@ def profile_readiness(lineage: Lineage, usage: Mapping[Urn, ColumnUsage]) -> Pro
         if urn == lineage.root or node.entity_type is not EntityType.DATASET or not node.exists:
             continue
         datasets += 1
-        feeds = usage.get(urn, UNKNOWN_USAGE).feeds
+        used = usage.get(urn, UNKNOWN_USAGE)
+        feeds = used.feeds
         if node.profile is None:  # most datasets of most estates: only the count is needed
-            names = [f.path for f in node.schema.fields] if node.schema else []
-            columns += sum(1 for c in names if feeds(c) is not False)
+            if node.schema is not None:
+                columns += _count_feeding([f.path for f in node.schema.fields], used)
             unprofiled.append(urn)
             continue
         fields = {f.path: f for f in node.profile.fields}
