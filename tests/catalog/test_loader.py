@@ -625,11 +625,12 @@ def test_the_helper_translates_half_of_the_scan_index_as_this_process_would(
     monkeypatch.setattr(lite_index, "_BATCH", 1)  # a batch an entity: 8 of them
     sent: list[int] = []
     submit = lite_index.Helper.submit
-    monkeypatch.setattr(
-        lite_index.Helper,
-        "submit",
-        lambda self, batch: (sent.append(len(batch[0])), submit(self, batch)),
-    )
+
+    def counted(self: lite_index.Helper, batch: lite_index._Gathered) -> None:
+        sent.append(len(batch[0]))
+        submit(self, batch)
+
+    monkeypatch.setattr(lite_index.Helper, "submit", counted)
     files = sorted(DEMO_DATA.glob("*.json"))
     alone, paired = tmp_path / "alone.db", tmp_path / "paired.db"
     load_metadata_files(alone, files, parallel=False)
