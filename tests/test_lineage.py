@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlcopilot.errors import NodeNotFound
-from mlcopilot.lineage.upstream import walk_upstream
+from mlcopilot.lineage.upstream import ShortestPaths, walk_upstream
 from mlcopilot.model import Edge, EntityType, Node
 from mlcopilot.protocols import WalkLimits
 
@@ -101,6 +101,43 @@ def test_node_cap_truncates_honestly(graph: Graph, max_nodes: int) -> None:
     assert lineage.truncated == (reachable > max_nodes)
     # Every edge kept joins two walked nodes.
     assert all(e.upstream in lineage.nodes and e.downstream in lineage.nodes for e in lineage.edges)
+
+
+def _paths_as_tuples(graph: Graph, limits: WalkLimits) -> dict[str, tuple[str, ...]]:
+    """The walk's paths as it made them before :class:`ShortestPaths`: a tuple per urn."""
+    root = Graph.urn(0)
+    paths: dict[str, tuple[str, ...]] = {root: (root,)}
+    frontier, hops = [root], 0
+    while frontier:
+        new: list[str] = []
+        for edge in graph.upstream(frontier):
+            if edge.downstream in paths and edge.upstream not in paths:
+                if hops >= limits.max_hops or len(paths) >= limits.max_nodes:
+                    continue
+                paths[edge.upstream] = (*paths[edge.downstream], edge.upstream)
+                new.append(edge.upstream)
+        frontier, hops = new, hops + 1
+    return paths
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs(), st.integers(min_value=0, max_value=4), st.integers(min_value=1, max_value=30))
+def test_paths_are_the_tuples_the_walk_made(graph: Graph, max_hops: int, max_nodes: int) -> None:
+    limits = WalkLimits(max_hops=max_hops, max_nodes=max_nodes)
+    lineage = walk_upstream(graph, Graph.urn(0), limits)
+    expected = _paths_as_tuples(graph, limits)
+    paths = lineage.paths
+    assert isinstance(paths, ShortestPaths)
+    assert paths.every() == expected
+    assert list(paths.every()) == list(expected)  # the walk's order
+    assert dict(paths) == expected
+    assert paths == expected
+    assert expected == paths
+    assert len(paths) == len(expected)
+    assert all(urn in paths for urn in expected)
+    assert Graph.urn(99) not in paths
+    assert paths.get(Graph.urn(99)) is None
+    assert repr(paths) == repr(expected)
 
 
 def test_long_chain_is_walked_to_the_end_within_caps() -> None:

@@ -30,7 +30,8 @@ from mlcopilot.model import (
     TagWrite,
     Write,
 )
-from mlcopilot.notify.sinks.datahub import decode_writes, encode_writes
+from mlcopilot.notify.sinks import datahub as datahub_sink
+from mlcopilot.notify.sinks.datahub import EncodedWrites, decode_writes, encode_writes
 
 T0 = datetime(2026, 11, 1, 8, 30, 15, 123456, tzinfo=UTC)
 RAW = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
@@ -228,6 +229,25 @@ def test_encoded_writes_equal_the_asdict_encoding() -> None:
     assert [list(e) for e in encoded] == [list(r) for r in reference]  # key order too
     assert _json(encoded) == _json(reference)
     assert decode_writes(json.loads(_json(encoded))) == writes
+
+
+def test_writes_encoded_as_read_equal_the_encoded_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    writes = _writes()
+    encoded = encode_writes(writes)
+    monkeypatch.setattr(datahub_sink, "ENCODED_SLICE", 3)  # iterated across several slices
+    lazy = EncodedWrites(writes)
+    assert len(lazy) == len(encoded)
+    assert list(lazy) == encoded
+    assert [list(e) for e in lazy] == [list(e) for e in encoded]  # key order too
+    assert [lazy[i] for i in range(len(writes))] == encoded
+    assert lazy[-1] == encoded[-1]
+    assert lazy[2:7] == encoded[2:7]
+    assert lazy == encoded
+    assert encoded == lazy
+    assert lazy != encoded[:-1]
+    assert _json(list(lazy)) == _json(encoded)
+    assert EncodedWrites([]) == []
+    assert not EncodedWrites([])
 
 
 def _incident(model: str, n: int, check: str, severity: Severity, state: IncidentState) -> Incident:

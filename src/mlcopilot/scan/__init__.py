@@ -44,7 +44,7 @@ from mlcopilot.model import (
 from mlcopilot.notify.acks import AckReport, AckSource, read_back
 from mlcopilot.notify.relay import Failpoint, Relay, RelayReport, RetryPolicy, no_failpoint
 from mlcopilot.notify.sinks.config import NotifySettings
-from mlcopilot.notify.sinks.datahub import DataHubSink, encode_writes
+from mlcopilot.notify.sinks.datahub import DataHubSink, EncodedWrites
 from mlcopilot.protocols import Catalog, Check, StateStore, WalkLimits
 from mlcopilot.scan.bound import WalkBound
 from mlcopilot.scan.checking import Checked, Progress, walk_and_check
@@ -231,6 +231,7 @@ def _scan(
                 limits=options.limits,
                 progress=bound.progress(progress),
                 step=bound.step,
+                keep_new=not options.dry_run,  # a dry run stores no baselines
             )
             if models
             else None
@@ -378,7 +379,7 @@ def _reconcile_and_plan(
     request = NotifyRequest(
         policy=delivery.policy,
         sinks=tuple(s.name for s in delivery.sinks),
-        writeback=encode_writes(plan),
+        writeback=EncodedWrites(plan),  # encoded only if recorded: never in a dry run
         infos=infos,
         report_url=delivery.report_url,
         routes=routed,

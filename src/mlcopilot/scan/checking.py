@@ -16,6 +16,7 @@ from functools import partial
 
 from mlcopilot.lineage.columns import ColumnPaths, column_usage
 from mlcopilot.lineage.coverage import coverage_gaps, profile_readiness
+from mlcopilot.lineage.upstream import ShortestPaths
 from mlcopilot.model import (
     UNKNOWN_USAGE,
     Baseline,
@@ -73,11 +74,25 @@ def walk_and_check(
     limits: WalkLimits,
     progress: Progress | None = None,
     step: Step | None = None,
+    keep_new: bool = True,
 ) -> Checked:
-    """Walk every model's lineage, choose its baselines and run every check on every node."""
+    """Walk every model's lineage, choose its baselines and run every check on every node.
+
+    ``keep_new``: keep the baselines chosen for the first time, to be stored (False: a dry
+    run, which stores nothing; :attr:`Checked.baselines` and ``profile_baselines`` are then
+    empty). A first scan of an estate chooses one per model and upstream dataset, a million.
+    """
     with _no_collections():
         return _walk_and_check(
-            catalog, store, checks, models, now=now, limits=limits, progress=progress, step=step
+            catalog,
+            store,
+            checks,
+            models,
+            now=now,
+            limits=limits,
+            progress=progress,
+            step=step,
+            keep_new=keep_new,
         )
 
 
@@ -110,6 +125,7 @@ def _walk_and_check(
     limits: WalkLimits,
     progress: Progress | None,
     step: Step | None,
+    keep_new: bool,
 ) -> Checked:
     step = step or _nowhere
     if len(models) > 1 and isinstance(catalog, LineagePrefetch):
@@ -145,8 +161,9 @@ def _walk_and_check(
             checks, lineage, model_known, now, model_profiles if profiles_read else None
         )
         checked.reports.append(report)
-        checked.baselines.extend(model_baselines)
-        checked.profile_baselines.extend(new_profiles)
+        if keep_new:
+            checked.baselines.extend(model_baselines)
+            checked.profile_baselines.extend(new_profiles)
         checked.evaluated.add(lineage, missed.checks, missed.fields)
     if progress is not None:
         progress(len(models), len(models), "")
@@ -180,7 +197,10 @@ def check_model(
     undecided: set[tuple[str, Urn, str | None]] = set()
     # Every check runs on every node (10,000s of times a scan): the loop is kept lean.
     runs = [(check.name, check.run) for check in checks]
-    paths, usage_of, profile_of = lineage.paths, usage.get, (profiles or {}).get
+    usage_of, profile_of = usage.get, (profiles or {}).get
+    # A walk keeps its paths unmade (see ShortestPaths): all of them are read here, so they are
+    # made at once, cheaply, and let go with the model's checks.
+    paths = lineage.paths.every() if isinstance(lineage.paths, ShortestPaths) else lineage.paths
     path_of = column_paths.path
     for urn, node in lineage.nodes.items():
         if urn == lineage.root:

@@ -82,7 +82,8 @@ def plan(
             0,
             seq,
             now,
-            {"v": 1, "writes": list(request.writeback)},
+            # Not copied: a scan's writes are encoded only if the row is stored (see _row).
+            {"v": 1, "writes": request.writeback},
         )
     folded_by = inhibitors(request.infos)
     roots = sorted({root for names in folded_by.values() for root in names})
@@ -469,6 +470,19 @@ def _guarded(conn: Connection, row_id: int, values: Mapping[str, Any]) -> None:
         raise PlanConflict(f"outbox row {row_id} was picked up by a relay meanwhile")
 
 
+def _stored_payload(row: PlannedRow) -> dict[str, Any]:
+    """``row``'s payload as its JSON column takes it: a write-back's writes made a list.
+
+    A scan plans them as :class:`~mlcopilot.notify.sinks.datahub.EncodedWrites`, encoded
+    only now (a dry run never stores the row).
+    """
+    payload = dict(row.payload)
+    writes = payload.get("writes")
+    if row.action == "writeback" and writes is not None and not isinstance(writes, list):
+        payload["writes"] = list(writes)
+    return payload
+
+
 def _row(row: PlannedRow, *, now: datetime, run_id: int | None) -> dict[str, Any]:
     return {
         "dedupe_key": dedupe_key(
@@ -479,7 +493,7 @@ def _row(row: PlannedRow, *, now: datetime, run_id: int | None) -> dict[str, Any
         "group_key": row.group_key,
         "group_generation": row.group_generation,
         "seq": row.seq,
-        "payload": dict(row.payload),
+        "payload": _stored_payload(row),
         "status": OutboxStatus.PENDING.value,
         "attempts": 0,
         "uncertain": False,

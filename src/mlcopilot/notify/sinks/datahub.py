@@ -8,10 +8,10 @@ changes nothing the second time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from mlcopilot.errors import CatalogError, CatalogUnavailable
 from mlcopilot.incidents.payload import Delivered, DeliveryError, OutboxItem, SinkName, SinkRef
@@ -50,6 +50,54 @@ def encode_writes(writes: Sequence[Write]) -> list[dict[str, Any]]:
             data[name] = value.isoformat() if name in _TIMES else value
         encoded.append(data)
     return encoded
+
+
+ENCODED_SLICE = 10_000
+"""Writes :class:`EncodedWrites` encodes at a time when iterated."""
+
+
+class EncodedWrites(Sequence[Mapping[str, Any]]):
+    """:func:`encode_writes` of ``writes``, each encoded when it is read, none kept.
+
+    A scan's write-back row holds its whole plan: an estate's is half a million writes, whose
+    encoded copies (a dict and new time strings each) were a quarter of a dry run's peak
+    memory, made for a row it never stores. They are made when the row is recorded, or not at
+    all. Equal to the list :func:`encode_writes` returns.
+    """
+
+    __slots__ = ("_writes",)
+
+    def __init__(self, writes: Sequence[Write]) -> None:
+        self._writes = writes
+        """Not copied: the caller's plan, which it does not change afterwards."""
+
+    def __len__(self) -> int:
+        return len(self._writes)
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        if isinstance(index, slice):
+            return encode_writes(self._writes[index])
+        return encode_writes([self._writes[index]])[0]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        for start in range(0, len(self._writes), ENCODED_SLICE):
+            yield from encode_writes(self._writes[start : start + ENCODED_SLICE])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, so unhashable as one is
+
+    def __repr__(self) -> str:
+        return f"EncodedWrites({len(self)} writes)"
 
 
 def decode_writes(rows: Sequence[Mapping[str, Any]]) -> list[Write]:
