@@ -9,7 +9,7 @@ from datetime import timedelta
 from mlcopilot.incidents.payload import Delivered, SinkRef
 from mlcopilot.store import SqlStore
 from tests.store.test_outbox_contract import T0, claim, record
-from tests.store.test_store_contract import finding
+from tests.store.test_store_contract import MODEL, finding
 
 URL = "https://github.com/o/r/issues/7"
 
@@ -54,3 +54,21 @@ def test_each_occurrence_has_the_issue_of_its_own_group(store: SqlStore) -> None
     assert reopened.generation == 2
     ref = SinkRef("github", "7", URL, {})
     assert store.incident_refs("github") == {(incident_id, 1): ref, (incident_id, 2): ref}
+
+
+def test_watched_groups_name_their_open_members_as_the_incidents(store: SqlStore) -> None:
+    incident_id = _deliver_open(store)
+    record(store, [finding(), finding("phone")], T0 + timedelta(hours=1))
+    incidents = {i.id: i for i in store.incidents()}
+    assert incident_id in incidents
+    assert len(incidents) == 2
+
+    (group,) = store.watched_groups()
+    assert group.refs == {"github": SinkRef("github", "7", URL, {})}
+    assert sorted((m.id, m.generation, m.model) for m in group.incidents) == sorted(
+        (i.id, i.generation, i.model) for i in incidents.values()
+    )
+    # What DataHub's incident is named by: the same key as the stored incident's.
+    assert {m.key for m in group.incidents} == {i.key for i in incidents.values()}
+    assert store.watched_groups([MODEL]) == [group]
+    assert store.watched_groups(["urn:li:mlModel:(urn:li:dataPlatform:mlflow,other,PROD)"]) == []

@@ -19,6 +19,7 @@ from mlcopilot.model import (
     Severity,
     TagWrite,
     Urn,
+    WatchedMember,
     Write,
 )
 from mlcopilot.protocols import IncidentTargets
@@ -56,7 +57,7 @@ def info_for(check: str, infos: Mapping[str, CheckInfo]) -> CheckInfo:
     return infos.get(check) or CheckInfo.generic(check)
 
 
-def incident_urn(incident: Incident) -> Urn:
+def incident_urn(incident: Incident | WatchedMember) -> Urn:
     """The DataHub incident urn of one incident generation: derived, never random."""
     return f"urn:li:incident:mlcopilot-{incident.key}"
 

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from mlcopilot.model.catalog import Urn
-from mlcopilot.model.findings import CheckInfo, Incident, IncidentState, Severity
+from mlcopilot.model.findings import CheckInfo, IncidentState, Severity
 
 SinkName = str
 """A sink target: the sink's name (``slack``, ``pagerduty``, a plugin's), or its name and the
@@ -297,11 +297,28 @@ def dedupe_key(sink: str, group_key: str, generation: int, action: str, seq: int
     return f"{sink}:{group_key}:{generation}:{action}:{seq}"
 
 
+class WatchedMember(NamedTuple):
+    """An open incident of a watched group, as reading acknowledgements back names it."""
+
+    id: str
+    generation: int
+    model: Urn
+
+    @property
+    def key(self) -> str:
+        """``id`` plus generation, as :attr:`Incident.key`: its DataHub incident's name."""
+        return f"{self.id}-{self.generation}"
+
+
 @dataclass(frozen=True, slots=True)
 class WatchedGroup:
-    """An open, unacknowledged group: where it lives in each sink and its open incidents."""
+    """An open, unacknowledged group: where it lives in each sink and its open incidents.
+
+    The incidents are named, not read whole: a group on a shared upstream entity has
+    members across the estate, read again by every batch of a full rescan.
+    """
 
     key: str
     generation: int
     refs: Mapping[SinkName, SinkRef]
-    incidents: tuple[Incident, ...]
+    incidents: tuple[WatchedMember, ...]
