@@ -6,8 +6,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlcopilot.incidents.grouping import member_state
 from mlcopilot.incidents.payload import GroupState, Member, NotifyPolicy, decode_notification
-from mlcopilot.incidents.policy import Decision, PendingRow, StoredGroup, decide
+from mlcopilot.incidents.policy import Decision, PendingRow, StoredGroup, decide, quiet
 from mlcopilot.model import Severity, SinkName
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -135,3 +139,70 @@ def test_a_recurrence_after_resolution_is_a_new_generation() -> None:
     assert decision is not None
     assert decision.is_new
     assert decision.group.generation == 2
+
+
+# --- quiet: what a scan may leave unread ------------------------------------------------------
+
+_SEVERITIES = list(Severity)
+
+
+@st.composite
+def _situations(draw: st.DrawFn) -> tuple[StoredGroup, list[Member], PendingRow | None, str | None]:
+    """A stored group, its members after a scan, maybe a pending row and an acknowledger."""
+    ids = draw(st.lists(st.sampled_from("abcd"), min_size=0, max_size=4, unique=True))
+    members = [
+        member(i, open=draw(st.booleans()), severity=draw(st.sampled_from(_SEVERITIES)))
+        for i in ids
+    ]
+    group = opened()
+    if draw(st.booleans()):  # as last notified: the common case, where quiet may hold
+        notified = {
+            m.incident_id: member_state(m.severity.value, m.change, m.previous_field)
+            for m in members
+            if m.open
+        }
+    else:
+        notified_ids = draw(st.lists(st.sampled_from("abcd"), max_size=4, unique=True))
+        notified = {
+            i: member_state(draw(st.sampled_from(_SEVERITIES)).value, "removed", None)
+            for i in notified_ids
+        }
+    group = replace(
+        group,
+        state=draw(st.sampled_from(list(GroupState))),
+        notified=notified,
+        notified_at=T0 - timedelta(hours=draw(st.integers(0, 72))),
+    )
+    pending = PendingRow(1, "github", "update", 1, {"v": 1}) if draw(st.booleans()) else None
+    return group, members, pending, draw(st.sampled_from([None, "alice"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_situations(), st.sampled_from([None, timedelta(hours=4), timedelta(days=1)]))
+def test_a_quiet_group_is_one_decide_leaves_alone(
+    situation: tuple[StoredGroup, list[Member], PendingRow | None, str | None],
+    repeat: timedelta | None,
+) -> None:
+    group, members, pending, acked = situation
+    policy = replace(POLICY, repeat_interval=repeat)
+    current = {
+        m.incident_id: member_state(m.severity.value, m.change, m.previous_field)
+        for m in members
+        if m.open
+    }
+    if quiet(group, current, acked, policy=policy, now=T0):
+        assert run(group, members, [pending] if pending else [], acked=acked, policy=policy) is None
+
+
+def test_quiet_groups_are_the_common_unchanged_ones() -> None:
+    group = opened()
+    current = dict(group.notified)
+    assert quiet(group, current, None, policy=POLICY, now=T0)
+    assert not quiet(group, {**current, "b": "high||"}, None, policy=POLICY, now=T0)  # added
+    assert not quiet(group, current, "alice", policy=POLICY, now=T0)  # to acknowledge
+    acknowledged = replace(group, state=GroupState.ACKNOWLEDGED)
+    assert quiet(acknowledged, current, "alice", policy=POLICY, now=T0)
+    assert not quiet(group, {}, None, policy=POLICY, now=T0)  # to resolve
+    assert not quiet(None, current, None, policy=POLICY, now=T0)  # to open
+    reminding = replace(POLICY, repeat_interval=timedelta(hours=1))
+    assert not quiet(group, current, None, policy=reminding, now=T0 + timedelta(hours=2))

@@ -147,6 +147,33 @@ def decide(
     return None
 
 
+def quiet(
+    stored: StoredGroup | None,
+    current: Mapping[str, str],
+    acknowledged_by: str | None,
+    *,
+    policy: NotifyPolicy,
+    now: datetime,
+) -> bool:
+    """Whether :func:`decide` returns None for ``stored`` whatever else its members hold.
+
+    ``current``: each open member's :func:`member_state`; ``acknowledged_by``: as for
+    :func:`decide`. True only where :func:`decide` decides from these alone, without the
+    members' content or the pending rows: an open group whose members' states are the ones
+    last notified, with no reminder due, or an acknowledged group with a member still
+    acknowledged. A scan of models sharing upstream entities touches thousands of such groups
+    (every member refreshed, none changed): their members need not be read whole.
+    """
+    if stored is None or stored.state is GroupState.RESOLVED or not current:
+        return False
+    if acknowledged_by is not None:
+        return stored.state is GroupState.ACKNOWLEDGED
+    if any(diff(stored.notified, current)):
+        return False
+    repeat = policy.repeat_interval
+    return repeat is None or now - stored.notified_at < repeat
+
+
 _LATEST = datetime.max.replace(tzinfo=UTC)
 
 
