@@ -16,7 +16,7 @@ from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
 from mlcopilot.store.outbox_sql import of_sinks
 
-_MEMBER_COLUMNS = (
+_WATCHED_COLUMNS = (
     t.incidents.c.id,
     t.incidents.c.generation,
     t.incidents.c.model,
@@ -40,7 +40,7 @@ def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup
     g, i, r = t.notify_groups, t.incidents, t.sink_refs
     of_open_group = (g.c.state == GroupState.OPEN.value,)
     incidents: Select[Any] = (
-        select(*_MEMBER_COLUMNS)
+        select(*_WATCHED_COLUMNS)
         .join(g, (g.c.key == i.c.group_key) & (g.c.generation == i.c.group_generation))
         .where(*of_open_group, i.c.state == "open")
     )
