@@ -86,14 +86,17 @@ class _RelayHandler(BaseHTTPRequestHandler):
         target = urllib.parse.urlsplit(self.relay.target or "http://127.0.0.1:9")
         assert target.hostname is not None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+        # Closed whatever happens: a stand-in a finished test stopped drops the connection
+        # mid-answer, and an unclosed socket is a ResourceWarning in whichever test comes next.
+        upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
         try:
-            upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
             upstream.request(self.command, self.path, body=body or None, headers=headers)
             response = upstream.getresponse()
             status, reply, data = response.status, response.getheaders(), response.read()
-            upstream.close()
-        except OSError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             status, reply, data = 502, [], f"relay: {exc}".encode()
+        finally:
+            upstream.close()
         self.send_response(status)
         for key, value in reply:
             if key.lower() not in _HOP_BY_HOP:
