@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from functools import partial
 
 from mlcopilot.model import (
     CheckInfo,
@@ -170,7 +171,7 @@ def _document_write(incident: Incident, info: CheckInfo, title: str) -> Document
     return DocumentWrite(
         urn=document_urn(incident),
         title=title,
-        text=incident_document(incident, info, title),
+        text=partial(incident_document, incident, info, title),  # rendered when read
         related_assets=(incident.entity, incident.model),
         created_at=incident.opened_at,
         modified_at=incident.resolved_at or incident.opened_at,

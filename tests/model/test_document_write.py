@@ -1,0 +1,71 @@
+"""A document write's text may be given as a function: rendered on each read, never kept."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from mlcopilot.model import DocumentWrite
+from mlcopilot.notify.sinks.datahub import decode_writes, encode_writes
+
+WHEN = datetime(2026, 1, 2, tzinfo=UTC)
+BODY = "# [mlcopilot] schema drift at orders\n\nColumn `id` was removed.\n"
+
+
+def _document(text: str | Callable[[], str]) -> DocumentWrite:
+    return DocumentWrite(
+        urn="urn:li:document:mlcopilot-1",
+        title="[mlcopilot] schema drift at orders",
+        text=text,
+        related_assets=("urn:li:dataset:(urn:li:dataPlatform:hive,orders,PROD)",),
+        created_at=WHEN,
+        modified_at=WHEN,
+    )
+
+
+class _Renders:
+    """A renderer that counts how often it was asked."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        return BODY
+
+
+def test_a_rendered_text_reads_equals_hashes_and_encodes_as_the_given_text() -> None:
+    render = _Renders()
+    lazy, eager = _document(render), _document(BODY)
+    assert lazy.text == BODY
+    assert lazy == eager
+    assert hash(lazy) == hash(eager)
+    assert dataclasses.asdict(lazy) == dataclasses.asdict(eager)
+    assert repr(lazy) == repr(eager)
+    assert encode_writes([lazy]) == encode_writes([eager])
+    assert decode_writes(encode_writes([lazy])) == [eager]
+    assert dataclasses.replace(lazy, title="other").text == BODY
+    assert lazy != dataclasses.replace(eager, text=BODY + "more")
+
+
+def test_the_text_is_rendered_on_each_read_and_not_kept() -> None:
+    render = _Renders()
+    document = _document(render)
+    assert render.calls == 0  # making the write renders nothing
+    for expected in (1, 2, 3):
+        assert document.text == BODY
+        assert render.calls == expected
+    assert BODY not in vars(document).values()
+
+
+def test_a_document_write_is_frozen_and_needs_its_text() -> None:
+    document = _document(BODY)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        document.text = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="text"):
+        DocumentWrite(  # type checkers take the descriptor for a default; it is none
+            urn="urn:li:document:x", title="t", related_assets=(), created_at=WHEN, modified_at=WHEN
+        )
