@@ -74,11 +74,11 @@ class RenderedText:
         if instance is None:
             # Read on the class (dataclasses look for a default this way): there is none.
             raise AttributeError(self._key[1:])
-        value: str | Callable[[], str] = instance.__dict__[self._key]
+        value: str | Callable[[], str] = getattr(instance, self._key)
         return value() if callable(value) else value
 
     def __set__(self, instance: object, value: str | Callable[[], str]) -> None:
-        instance.__dict__[self._key] = value
+        object.__setattr__(instance, self._key, value)  # past a frozen class's __setattr__
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,9 +87,11 @@ class DocumentWrite:
 
     ``text`` may be given as a function that renders it (see :class:`RenderedText`); every
     field is given by name (type checkers take the descriptor for a default, which it is not:
-    leaving ``text`` out is a TypeError). No ``slots``: the descriptor keeps its value in the
-    instance's ``__dict__``.
+    leaving ``text`` out is a TypeError). Its slots are spelled out: ``slots=True`` would
+    make one named ``text``, where the descriptor is; it keeps the value in ``_text``.
     """
+
+    __slots__ = ("_text", "created_at", "modified_at", "related_assets", "title", "urn")
 
     urn: Urn
     title: str

@@ -138,7 +138,7 @@ def _walk_and_check(
         lineages.append(catalog.lineage(model, limits))
     # Every model's baselines at once: a dataset many models share has its history read once.
     step("reading the schemas the models were trained on")
-    known = schema_baselines(catalog, store, lineages, now)
+    schemas = read_schema_baselines(catalog, store, lineages, now)
     profiles_read = reads_profiles(checks)
     if profiles_read:
         step("reading the profiles the models were trained on")
@@ -149,19 +149,20 @@ def _walk_and_check(
     )
     step("running the checks")
     checked = Checked([], [], [], Evaluated(frozenset(check.name for check in checks)))
-    # Each model's baselines by dataset are let go once its checks have run (a model named
-    # twice, at its last): an estate's are a million entries, as large as its findings.
+    # Each model's baselines by dataset are made for its checks and let go after (a model
+    # named twice keeps its new ones once, at its last): an estate's are a million entries.
     last = {lineage.root: index for index, lineage in enumerate(lineages)}
     for index, lineage in enumerate(lineages):
-        model_known, model_baselines = known[lineage.root]
+        model_known, model_baselines = schemas.of(lineage)
         model_profiles, new_profiles = profiled[lineage.root]
         if last[lineage.root] == index:
-            del known[lineage.root], profiled[lineage.root]
+            schemas.release(lineage.root)
+            del profiled[lineage.root]
         report, missed = check_model(
             checks, lineage, model_known, now, model_profiles if profiles_read else None
         )
         checked.reports.append(report)
-        if keep_new:
+        if keep_new and last[lineage.root] == index:
             checked.baselines.extend(model_baselines)
             checked.profile_baselines.extend(new_profiles)
         checked.evaluated.add(lineage, missed.checks, missed.fields)
@@ -305,15 +306,25 @@ def schema_baselines(
 ) -> dict[Urn, tuple[dict[Urn, Baseline], list[Baseline]]]:
     """Per model: the schema it was trained on for each upstream dataset, and the new ones.
 
+    :meth:`SchemaBaselines.of` of every model, from one :func:`read_schema_baselines`.
+    """
+    reads = read_schema_baselines(catalog, store, lineages, now)
+    return {lineage.root: reads.of(lineage) for lineage in lineages}
+
+
+def read_schema_baselines(
+    catalog: Catalog, store: StateStore, lineages: Sequence[Lineage], now: datetime
+) -> SchemaBaselines:
+    """What choosing every model's schema baselines reads: the store, then the catalog's history.
+
     Established on first sight: first choice is what is stored; then the catalog's aspect
     history as of the model's training time; when history cannot tell, the current schema
     becomes the baseline (the first-scan snapshot). The store is read once for all models and the
     history of every model's new datasets in one batched call, never once per dataset: an
-    estate has thousands of models sharing thousands of datasets.
+    estate has thousands of models sharing thousands of datasets. Each model's baselines are
+    then made when it is checked (:meth:`SchemaBaselines.of`), not all at once: an estate's
+    are a million.
     """
-    missing: dict[Urn, list[Node]] = {}
-    known: dict[Urn, dict[Urn, Baseline]] = {}
-    wanted: list[tuple[Urn, datetime]] = []
     current = {
         urn: node.schema
         for lineage in lineages
@@ -322,38 +333,63 @@ def schema_baselines(
     }
     # A stored schema equal to today's is held as today's object, as a first scan holds it.
     all_stored = store.baselines_of([lineage.root for lineage in lineages], current=current)
+    # Each (dataset, training time) once: an estate's models share both.
+    wanted: dict[tuple[Urn, datetime], None] = {}
     for lineage in lineages:
         model = lineage.nodes[lineage.root]
-        datasets = [
-            node
-            for urn, node in lineage.nodes.items()
-            if urn != lineage.root
-            and node.entity_type is EntityType.DATASET
-            and node.schema is not None
-        ]
-        stored = {b.dataset: b for b in all_stored[model.urn]}
-        known[model.urn] = {n.urn: stored[n.urn] for n in datasets if n.urn in stored}
-        missing[model.urn] = [n for n in datasets if n.urn not in stored]
-        if model.trained_at is not None:
-            wanted += [(n.urn, model.trained_at) for n in missing[model.urn]]
-    history = _history(catalog, wanted)
-    result: dict[Urn, tuple[dict[Urn, Baseline], list[Baseline]]] = {}
-    for lineage in lineages:
+        if model.trained_at is None:
+            continue
+        stored = {b.dataset for b in all_stored[model.urn]}
+        for node in _datasets(lineage):
+            if node.urn not in stored:
+                wanted[(node.urn, model.trained_at)] = None
+    return SchemaBaselines(all_stored, _history(catalog, list(wanted)), now)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaBaselines:
+    """Every model's stored schema baselines and the history its new ones are chosen from."""
+
+    stored: dict[Urn, list[Baseline]]
+    history: Mapping[tuple[Urn, datetime], Schema | None]
+    now: datetime
+
+    def release(self, model: Urn) -> None:
+        """Let go of ``model``'s stored baselines (its last :meth:`of` is done)."""
+        self.stored.pop(model, None)
+
+    def of(self, lineage: Lineage) -> tuple[dict[Urn, Baseline], list[Baseline]]:
+        """The model's baseline for each upstream dataset, and those chosen in this scan."""
         model = lineage.nodes[lineage.root]
+        stored = {b.dataset: b for b in self.stored.get(model.urn, ())}
+        known: dict[Urn, Baseline] = {}
         new: list[Baseline] = []
-        for node in missing[model.urn]:
+        for node in _datasets(lineage):
+            if node.urn in stored:
+                known[node.urn] = stored[node.urn]
+                continue
             assert node.schema is not None
             when = model.trained_at
-            historic = history.get((node.urn, when)) if when is not None else None
+            historic = self.history.get((node.urn, when)) if when is not None else None
             if historic is None:
-                new.append(Baseline(model.urn, node.urn, node.schema, "first_scan", now))
+                new.append(Baseline(model.urn, node.urn, node.schema, "first_scan", self.now))
             else:
                 # The same schema as today's (the common case) is kept once, not twice.
                 schema = node.schema if historic == node.schema else historic
-                new.append(Baseline(model.urn, node.urn, schema, "history", now))
-        known[model.urn].update((b.dataset, b) for b in new)
-        result[model.urn] = (known[model.urn], new)
-    return result
+                new.append(Baseline(model.urn, node.urn, schema, "history", self.now))
+        known.update((b.dataset, b) for b in new)
+        return known, new
+
+
+def _datasets(lineage: Lineage) -> Iterator[Node]:
+    """The model's upstream datasets that have a schema."""
+    for urn, node in lineage.nodes.items():
+        if (
+            urn != lineage.root
+            and node.entity_type is EntityType.DATASET
+            and node.schema is not None
+        ):
+            yield node
 
 
 def profile_baselines(
