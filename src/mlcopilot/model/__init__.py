@@ -109,6 +109,7 @@ from mlcopilot.model.writes import (
     DocumentWrite,
     IncidentWrite,
     PropertyWrite,
+    RenderedText,
     TagWrite,
     Write,
 )
@@ -177,6 +178,7 @@ __all__ = [
     "ProfileReadiness",
     "PropertyWrite",
     "RecordedScan",
+    "RenderedText",
     "Route",
     "Schema",
     "SchemaField",
