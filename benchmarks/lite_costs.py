@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(f"sqlite:///{Path(tmp) / 'state.db'}")
         now = datetime.fromtimestamp(NOW_MS / 1000, tz=UTC)
-        known = checking.schema_baselines(catalog, store, [lineage], now)[model][0]
+        known = checking.read_schema_baselines(catalog, store, [lineage], now).of(lineage)[0]
         store.close()
     checks = load_checks()
     checks_s, _ = best_of(3, lambda: checking.check_model(checks, lineage, known, now, {}))

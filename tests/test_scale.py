@@ -30,7 +30,7 @@ from mlcopilot.checks import load_checks
 from mlcopilot.model import Lineage
 from mlcopilot.protocols import WalkLimits
 from mlcopilot.scan import Delivery, ScanOptions, scan
-from mlcopilot.scan.checking import schema_baselines
+from mlcopilot.scan.checking import read_schema_baselines
 from mlcopilot.store import open_store
 from standin import StandIn
 from testing.builders import T0, dataset, dataset_urn, feature_urn, ml_feature, ml_model, model_urn
@@ -283,7 +283,8 @@ def test_an_estate_through_datahub_costs_under_half_a_request_per_model(tmp_path
             models = catalog.models()
             catalog.prefetch(models, limits)
             lineages = [catalog.lineage(model, limits) for model in models]
-            known = schema_baselines(catalog, store, lineages, now)
+            reads = read_schema_baselines(catalog, store, lineages, now)
+            known = {lineage.root: reads.of(lineage) for lineage in lineages}
     held = [
         baseline.schema is lineage.nodes[urn].schema
         for lineage in lineages

@@ -17,7 +17,7 @@ from typing import Any
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import load_checks
 from mlcopilot.protocols import StateStore, WalkLimits
-from mlcopilot.scan.checking import Checked, schema_baselines, walk_and_check
+from mlcopilot.scan.checking import Checked, read_schema_baselines, walk_and_check
 from mlcopilot.store import open_store
 from testing.builders import dataset, dataset_urn, ml_model, model_urn, observed
 from tests.checks.test_profile_drift import AT_TRAINING, DRIFTED, profile
@@ -91,7 +91,8 @@ def test_a_first_scan_chooses_each_baseline_once_and_the_next_reads_them_back(
     ):
         first = _walk(catalog, store, models)
         lineages = [r.lineage for r in first.reports]
-        chosen = schema_baselines(catalog, store, lineages, NOW)
+        reads = read_schema_baselines(catalog, store, lineages, NOW)
+        chosen = [reads.of(lineage) for lineage in lineages]
         store.save_baselines(first.baselines)
         store.save_profile_baselines(first.profile_baselines)
         second = _walk(catalog, store, models)
@@ -99,7 +100,7 @@ def test_a_first_scan_chooses_each_baseline_once_and_the_next_reads_them_back(
     pairs = [(b.model, b.dataset) for b in found["baselines"]]
     assert len(pairs) == len(set(pairs)) == 5 * 3  # every model's 3 datasets, once
     assert found["baselines"] == sorted(
-        {b for _, new in chosen.values() for b in new}, key=lambda b: (b.model, b.dataset)
+        {b for _, new in chosen for b in new}, key=lambda b: (b.model, b.dataset)
     )
     t1 = dataset_urn("raw.t1")
     fields = {

@@ -1292,9 +1292,10 @@ def _document(write: DocumentWrite, kept: JsonObject | None) -> JsonObject:
 
     A plain dict equal to the SDK's, as :func:`_incident` (and for the same reason).
     """
+    text = write.text  # read once: a planned document renders it on each read
     if not (
         type(write.title) is str
-        and type(write.text) is str
+        and type(text) is str
         and _all_str(write.related_assets)
         and (kept is None or "customProperties" in kept)
     ):
@@ -1304,7 +1305,7 @@ def _document(write: DocumentWrite, kept: JsonObject | None) -> JsonObject:
     info["title"] = write.title
     info["source"] = {"sourceType": "NATIVE"}
     info["status"] = {"state": "PUBLISHED"}
-    info["contents"] = {"text": write.text}
+    info["contents"] = {"text": text}
     info["created"] = _stamp_json(write.created_at)
     info["lastModified"] = _stamp_json(write.modified_at)
     info["relatedAssets"] = [{"asset": asset} for asset in write.related_assets]

@@ -301,17 +301,6 @@ class Evaluated:
         )
 
 
-def schema_baselines(
-    catalog: Catalog, store: StateStore, lineages: Sequence[Lineage], now: datetime
-) -> dict[Urn, tuple[dict[Urn, Baseline], list[Baseline]]]:
-    """Per model: the schema it was trained on for each upstream dataset, and the new ones.
-
-    :meth:`SchemaBaselines.of` of every model, from one :func:`read_schema_baselines`.
-    """
-    reads = read_schema_baselines(catalog, store, lineages, now)
-    return {lineage.root: reads.of(lineage) for lineage in lineages}
-
-
 def read_schema_baselines(
     catalog: Catalog, store: StateStore, lineages: Sequence[Lineage], now: datetime
 ) -> SchemaBaselines:
@@ -346,7 +335,7 @@ def read_schema_baselines(
     return SchemaBaselines(all_stored, _history(catalog, list(wanted)), now)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SchemaBaselines:
     """Every model's stored schema baselines and the history its new ones are chosen from."""
 
