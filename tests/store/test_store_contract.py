@@ -179,6 +179,35 @@ def test_save_baselines_replaces_and_lists_per_model(store: SqlStore) -> None:
     assert store.baselines("urn:li:mlModel:nope") == []
 
 
+def test_many_baselines_are_saved_a_part_at_a_time_the_last_per_pair_winning(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Parts of 3 rows: a pair saved twice has its copies in different parts.
+    monkeypatch.setattr("mlcopilot.store.sql.WRITE_CHUNK", 3)
+    shared = Schema(fields=(SchemaField(path="id", type="NUMBER"), *ODD_FIELDS))
+    other = Schema(fields=(SchemaField(path="id", type="STRING"),))
+    datasets = [f"urn:li:dataset:(urn:li:dataPlatform:hive,t{n},PROD)" for n in range(4)]
+    saved = [
+        Baseline(m, d, shared, "first_scan", T0) for m in (MODEL, OTHER_MODEL) for d in datasets
+    ]
+    later = Baseline(MODEL, datasets[0], other, "accepted", T1)
+    store.record_scan(
+        IncidentChanges(),
+        started_at=T0,
+        now=T1,
+        catalog="lite:x",
+        models=[MODEL, OTHER_MODEL],
+        findings=0,
+        baselines=[*saved, later],
+    )
+
+    assert store.baselines(MODEL) == [later, *saved[1:4]]
+    assert store.baselines(OTHER_MODEL) == saved[4:]
+    # One schema text for every baseline holding the shared schema, read back as one schema.
+    read = store.baselines_of([MODEL, OTHER_MODEL])
+    assert len({id(b.schema) for b in [*read[MODEL][1:], *read[OTHER_MODEL]]}) == 1
+
+
 PROFILE = DatasetProfile(
     at=datetime(2026, 8, 1, 6, 0, 0, 123000, tzinfo=UTC),
     row_count=100_000,

@@ -10,6 +10,10 @@ T = TypeVar("T")
 IN_CHUNK = 500
 """Values bound per ``IN`` list: well under SQLite's and PostgreSQL's limits on parameters."""
 
+WRITE_CHUNK = 5_000
+"""Rows written per statement where a scan writes many: their parameters are made a part at a
+time, not all at once (a first scan of an estate saves a million baselines)."""
+
 
 def chunks(values: Sequence[T], size: int = IN_CHUNK) -> Iterator[list[T]]:
     """``values`` in order, ``size`` at a time."""

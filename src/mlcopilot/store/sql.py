@@ -30,6 +30,8 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import (
+    JSON,
+    ColumnElement,
     Connection,
     Engine,
     Row,
@@ -83,7 +85,7 @@ from mlcopilot.model import (
 from mlcopilot.protocols import ClosedOnExit, RescanRequest, RescanSplit
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
-from mlcopilot.store.chunks import IN_CHUNK, chunks
+from mlcopilot.store.chunks import IN_CHUNK, WRITE_CHUNK, chunks
 from mlcopilot.store.opening import (
     check_sqlite_file,
     empty_store_message,
@@ -1132,12 +1134,16 @@ def _schema_json(schema: Schema) -> dict[str, Any]:
     return data
 
 
-def _baseline_row(b: Baseline) -> dict[str, Any]:
+def _baseline_row(b: Baseline, texts: dict[int, tuple[Schema, str]]) -> dict[str, Any]:
+    """The row of one baseline, its schema encoded once per :class:`Schema` in ``texts``."""
     _require_aware("captured_at", b.captured_at)
+    known = texts.get(id(b.schema))
+    if known is None:  # the schema is held by the entry, so its id is not reused meanwhile
+        known = texts[id(b.schema)] = (b.schema, json.dumps(_schema_json(b.schema)))
     return {
         "model": b.model,
         "dataset": b.dataset,
-        "schema": _schema_json(b.schema),
+        "schema_text": known[1],
         "source": b.source,
         "captured_at": b.captured_at,
     }
@@ -1360,11 +1366,18 @@ def _incident_from(row: Row[Any], urns: dict[str, str] | None = None) -> Inciden
 
 
 def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
-    rows = {(b.model, b.dataset): _baseline_row(b) for b in baselines}
-    if not rows:
+    """Insert or replace ``baselines`` (the last one per model and dataset wins).
+
+    Written :data:`WRITE_CHUNK` rows a statement, each distinct schema encoded once: a first
+    scan of an estate saves a million baselines sharing a hundred thousand schemas (the
+    models sharing a dataset share its :class:`Schema`), and encoding every row's up front
+    took gigabytes.
+    """
+    latest = list({(b.model, b.dataset): b for b in baselines}.values())
+    if not latest:
         return
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(t.baselines)
+    stmt = dialect.insert(t.baselines).values(schema=_json_text("schema_text", conn.dialect))
     stmt = stmt.on_conflict_do_update(
         index_elements=[t.baselines.c.model, t.baselines.c.dataset],
         set_={
@@ -1373,7 +1386,19 @@ def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
             "captured_at": stmt.excluded.captured_at,
         },
     )
-    conn.execute(stmt, list(rows.values()))
+    texts: dict[int, tuple[Schema, str]] = {}
+    for part in chunks(latest, WRITE_CHUNK):
+        conn.execute(stmt, [_baseline_row(b, texts) for b in part])
+
+
+def _json_text(name: str, dialect: Dialect) -> ColumnElement[Any]:
+    """A bound parameter giving a JSON column text already encoded.
+
+    PostgreSQL's ``json`` takes text only through a cast; SQLite's column is text (a cast
+    there would be to a numeric affinity).
+    """
+    text = bindparam(name, type_=Text)
+    return cast(text, JSON) if dialect.name == "postgresql" else text
 
 
 def _latest(conn: Connection, incident_id: str, *, for_update: bool = False) -> Incident | None:
