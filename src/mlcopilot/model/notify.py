@@ -275,11 +275,16 @@ class PlannedRow:
     seq: int
     not_before: datetime
     payload: Mapping[str, Any]
+    part: int = 0
+    """Which part of a scan's write-back this row is (a row holds at most
+    :data:`~mlcopilot.store.notify_sql.WRITEBACK_PART` writes); 0 for every other row."""
 
     @property
     def dedupe_key(self) -> str:
         """Unique per notification: the database refuses a second row with it."""
-        return dedupe_key(self.sink, self.group_key, self.group_generation, self.action, self.seq)
+        return dedupe_key(
+            self.sink, self.group_key, self.group_generation, self.action, self.seq, self.part
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,9 +297,15 @@ class RecordedScan:
     """The outbox rows planned in the same transaction, write-back first."""
 
 
-def dedupe_key(sink: str, group_key: str, generation: int, action: str, seq: int) -> str:
-    """``sink:group:generation:action:seq`` — the outbox's uniqueness key."""
-    return f"{sink}:{group_key}:{generation}:{action}:{seq}"
+def dedupe_key(
+    sink: str, group_key: str, generation: int, action: str, seq: int, part: int = 0
+) -> str:
+    """``sink:group:generation:action:seq`` — the outbox's uniqueness key.
+
+    A write-back's later parts add ``.part`` (the first keeps the key it always had).
+    """
+    key = f"{sink}:{group_key}:{generation}:{action}:{seq}"
+    return f"{key}.{part}" if part else key
 
 
 class WatchedMember(NamedTuple):

@@ -32,7 +32,6 @@ from mlcopilot.model import (
     PlannedRow,
     SinkName,
     Urn,
-    dedupe_key,
 )
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import chunks
@@ -40,6 +39,11 @@ from mlcopilot.store.rows import incident_from_mapping
 
 WRITEBACK_GROUP = "-"
 """The group key of DataHub write-back rows: one ordered stream per database."""
+
+WRITEBACK_PART = 10_000
+"""Writes per write-back row. A scan's write-back is its rows in order, each part of its plan:
+an estate's is half a million writes, which one row held as a JSON text of 700 MB, encoded
+whole when recorded and decoded whole when delivered."""
 
 
 class PlanConflict(Exception):
@@ -53,13 +57,13 @@ class Plan:
     assignments: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     """(incident id, generation) -> (group key, group generation) for opened incidents."""
     decisions: list[Decision] = field(default_factory=list)
-    writeback: PlannedRow | None = None
+    writeback: list[PlannedRow] = field(default_factory=list)
+    """The write-back's rows, its parts in order (none when there is nothing to write)."""
 
     @property
     def rows(self) -> list[PlannedRow]:
         """Every row the plan inserts, write-back first."""
-        rows = [self.writeback] if self.writeback is not None else []
-        return rows + [row for d in self.decisions for row in d.inserts]
+        return self.writeback + [row for d in self.decisions for row in d.inserts]
 
 
 def plan(
@@ -73,9 +77,10 @@ def plan(
 ) -> Plan:
     """Decide the groups and rows implied by ``changes`` (which are not yet stored)."""
     result = Plan()
-    if request.writeback:
-        seq = run_id if run_id is not None else 0
-        result.writeback = PlannedRow(
+    writes = request.writeback
+    seq = run_id if run_id is not None else 0
+    result.writeback = [
+        PlannedRow(
             "datahub",
             "writeback",
             WRITEBACK_GROUP,
@@ -83,8 +88,11 @@ def plan(
             seq,
             now,
             # Not copied: a scan's writes are encoded only if the row is stored (see _row).
-            {"v": 1, "writes": request.writeback},
+            {"v": 1, "writes": writes[start : start + WRITEBACK_PART]},
+            part=start // WRITEBACK_PART,
         )
+        for start in range(0, len(writes), WRITEBACK_PART)
+    ]
     folded_by = inhibitors(request.infos)
     roots = sorted({root for names in folded_by.values() for root in names})
     open_at = _open_roots_after(conn, changes, roots)
@@ -206,11 +214,14 @@ def apply(conn: Connection, result: Plan, *, now: datetime, run_id: int | None) 
             _guarded(conn, row_id, {"payload": dict(payload)})
         for row_id in decision.cancels:
             _guarded(conn, row_id, {"status": OutboxStatus.CANCELLED.value})
-    rows = result.rows
-    if rows:
-        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(t.outbox).on_conflict_do_nothing(index_elements=["dedupe_key"])
-        conn.execute(stmt, [_row(r, now=now, run_id=run_id) for r in rows])
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(t.outbox).on_conflict_do_nothing(index_elements=["dedupe_key"])
+    # A write-back part a statement: each is encoded only as it is written.
+    for row in result.writeback:
+        conn.execute(stmt, _row(row, now=now, run_id=run_id))
+    notifications = [row for d in result.decisions for row in d.inserts]
+    if notifications:
+        conn.execute(stmt, [_row(r, now=now, run_id=run_id) for r in notifications])
 
 
 # --- reading
@@ -570,9 +581,7 @@ def _stored_payload(row: PlannedRow) -> dict[str, Any]:
 
 def _row(row: PlannedRow, *, now: datetime, run_id: int | None) -> dict[str, Any]:
     return {
-        "dedupe_key": dedupe_key(
-            row.sink, row.group_key, row.group_generation, row.action, row.seq
-        ),
+        "dedupe_key": row.dedupe_key,
         "sink": row.sink,
         "action": row.action,
         "group_key": row.group_key,

@@ -79,8 +79,9 @@ def claim(
             earlier.c.group_generation == o.c.group_generation,
             earlier.c.id < o.c.id,
             earlier.c.status.in_(_BLOCKING),
-            # A write-back row holds the whole desired state: a dead older one must not
-            # stall the newer ones (a notification, though, needs its group's open first).
+            # Write-back rows hold desired state (a part of a scan's plan each): a dead
+            # older one must not stall the newer ones (a notification, though, needs its
+            # group's open first).
             or_(o.c.sink != "datahub", earlier.c.status != OutboxStatus.DEAD.value),
         )
         .exists()

@@ -1,9 +1,9 @@
 """The DataHub write-back as an outbox sink, and acknowledgements read back from DataHub.
 
-A write-back row holds a scan's whole catalog plan (tags, the model's open-risks property,
-incidents on deterministic urns, documents). Applying it is idempotent — the catalog writes
-only what differs — so a row delivered twice (a crash after the write, before ``done``)
-changes nothing the second time.
+A scan's write-back rows hold its whole catalog plan (tags, the model's open-risks property,
+incidents on deterministic urns, documents), a part of it each. Applying a row is idempotent
+— the catalog writes only what differs — so a row delivered twice (a crash after the write,
+before ``done``) changes nothing the second time.
 """
 
 from __future__ import annotations
@@ -59,10 +59,11 @@ ENCODED_SLICE = 10_000
 class EncodedWrites(Sequence[Mapping[str, Any]]):
     """:func:`encode_writes` of ``writes``, each encoded when it is read, none kept.
 
-    A scan's write-back row holds its whole plan: an estate's is half a million writes, whose
+    A scan's write-back rows hold its whole plan: an estate's is half a million writes, whose
     encoded copies (a dict and new time strings each) were a quarter of a dry run's peak
-    memory, made for a row it never stores. They are made when the row is recorded, or not at
-    all. Equal to the list :func:`encode_writes` returns.
+    memory, made for rows it never stores. They are made when a row is recorded, or not at
+    all; a slice is a part of the plan, encoded when read too. Equal to the list
+    :func:`encode_writes` returns.
     """
 
     __slots__ = ("_writes",)
@@ -81,8 +82,8 @@ class EncodedWrites(Sequence[Mapping[str, Any]]):
     def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
 
     def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
-        if isinstance(index, slice):
-            return encode_writes(self._writes[index])
+        if isinstance(index, slice):  # a part of the plan, encoded when read as this is
+            return EncodedWrites(self._writes[index])
         return encode_writes([self._writes[index]])[0]
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
