@@ -126,6 +126,10 @@ def _estate_verdicts(part: str, measured: dict[str, Any]) -> list[Verdict]:
         return [_missing(part, target, "the estate")]
     verdicts = []
     runs = [(label, f) for label, f in (("first", first), ("second", second)) if f["models"]]
+    # The stored first scan is the one a user runs (the timed ones are dry runs): held to the
+    # time and memory targets too.
+    recorded = row_figures(measured.get("datahub-recorded", {}))
+    stored = [("first stored", recorded)] if recorded["wall"] is not None else []
     per_model = {label: f["requests"] / f["models"] for label, f in runs}
     verdicts.append(
         Verdict(
@@ -138,20 +142,24 @@ def _estate_verdicts(part: str, measured: dict[str, Any]) -> list[Verdict]:
             max(per_model.values()) <= 0.5,
         )
     )
+    timed = [("first", first), *stored]
     verdicts.append(
         Verdict(
             part,
             f"{name}: ≤ 10 minutes",
-            f"{first['wall'] / 60:.1f} min (CPU {first['cpu'] or 0:,.0f} s)",
-            first["wall"] <= 600,
+            ", ".join(
+                f"{label} {f['wall'] / 60:.1f} min (CPU {f['cpu'] or 0:,.0f} s)"
+                for label, f in timed
+            ),
+            max(f["wall"] for _, f in timed) <= 600,
         )
     )
-    peak = max(f["rss"] or 0 for _, f in runs)
+    peak = max(f["rss"] or 0 for _, f in [*runs, *stored])
     verdicts.append(
         Verdict(
             part,
             f"{name}: ≤ 1 GB peak RSS",
-            ", ".join(f"{label} {f['rss'] or 0:,.0f} MB" for label, f in runs),
+            ", ".join(f"{label} {f['rss'] or 0:,.0f} MB" for label, f in [*runs, *stored]),
             peak <= 1024,
         )
     )

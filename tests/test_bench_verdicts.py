@@ -69,3 +69,26 @@ def test_a_timed_out_estate_is_not_met_and_says_so() -> None:
 def test_the_table_escapes_pipes() -> None:
     row = verdicts.Verdict("3", "a | b", "c", True)
     assert "a \\| b" in verdicts.table([row])
+
+
+def _scan(wall: float, rss: float, requests: int = 900) -> dict[str, Any]:
+    return {"wall_s": wall, "peak_rss_mb": rss, "models": 10_000, "server": {"requests": requests}}
+
+
+def test_the_stored_first_scan_is_held_to_the_estate_time_and_memory() -> None:
+    def estate(**runs: dict[str, Any]) -> dict[str, tuple[bool | None, str]]:
+        report = {"results": {"estate-10000x100000": runs}}
+        found = verdicts.scan_verdicts(report)
+        return {
+            v.target.split(": ")[-1]: (v.met, v.measured) for v in found if "10,000 m" in v.target
+        }
+
+    dry = {"datahub": _scan(200.0, 900.0), "datahub-second": _scan(190.0, 880.0)}
+    assert estate(**dry)["≤ 1 GB peak RSS"][0] is True
+    found = estate(**dry, **{"datahub-recorded": _scan(700.0, 2_500.0)})
+    assert found["≤ 1 GB peak RSS"] == (
+        False,
+        "first 900 MB, second 880 MB, first stored 2,500 MB",
+    )
+    assert found["≤ 10 minutes"][0] is False
+    assert "first stored 11.7 min" in found["≤ 10 minutes"][1]
