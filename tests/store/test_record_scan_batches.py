@@ -1,10 +1,10 @@
 """What a full rescan's batch asks of the store, at a batch's size, on SQLite and PostgreSQL.
 
-``record_scan`` refreshes and resolves incidents a statement each (executemany), not one per
-incident: each row must still get its own values, and one changed underneath must still be a
-conflict with nothing written. ``open_kinds`` answers which kinds other models hold open on
-entities (what keeps a tag) without reading their incidents: it must say what the incidents
-say.
+``record_scan`` opens, refreshes and resolves incidents an executemany per part of
+``WRITE_CHUNK`` rows, not a statement per incident: each row must still get its own values,
+and one changed underneath must still be a conflict with nothing written. ``open_kinds``
+answers which kinds other models hold open on entities (what keeps a tag) without reading
+their incidents: it must say what the incidents say.
 """
 
 from __future__ import annotations
@@ -66,6 +66,16 @@ def stored_rows(raw: Engine) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in conn.execute(select(i).order_by(i.c.id, i.c.generation))]
 
 
+@pytest.fixture(params=[None, 100], ids=["one-part", "parts-of-100"])
+def parts(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows written in one statement, or in parts of 100 (a conflict then falls in a later
+    part than the first, whose rows must be undone with the rest)."""
+    if request.param is not None:
+        monkeypatch.setattr(sql_module, "WRITE_CHUNK", request.param)
+        monkeypatch.setattr("mlcopilot.store.notify_sql.WRITE_CHUNK", request.param)
+
+
+@pytest.mark.usefixtures("parts")
 def test_each_refreshed_incident_gets_its_own_values(store: SqlStore, raw: Engine) -> None:
     first = [finding(n) for n in range(MANY)]
     record(store, reconcile([], first, evaluated=everything(first), now=T0), T0)
@@ -87,6 +97,7 @@ def test_each_refreshed_incident_gets_its_own_values(store: SqlStore, raw: Engin
     assert len(runs) == 1  # every row was refreshed by the second run
 
 
+@pytest.mark.usefixtures("parts")
 def test_many_updates_with_one_resolved_underneath_is_a_conflict(
     store: SqlStore, raw: Engine
 ) -> None:
@@ -103,6 +114,7 @@ def test_many_updates_with_one_resolved_underneath_is_a_conflict(
     assert stored_rows(raw) == before
 
 
+@pytest.mark.usefixtures("parts")
 def test_many_resolutions_with_one_resolved_underneath_is_a_conflict(
     store: SqlStore, raw: Engine
 ) -> None:
