@@ -1,4 +1,4 @@
-"""A document write's text may be given as a function: rendered on each read, never kept."""
+"""A document's text, an incident's description: given as a function, rendered on each read."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mlcopilot.model import DocumentWrite
+from mlcopilot.model import DocumentWrite, IncidentWrite
 from mlcopilot.notify.sinks.datahub import decode_writes, encode_writes
 
 WHEN = datetime(2026, 1, 2, tzinfo=UTC)
@@ -68,3 +68,31 @@ def test_a_document_write_is_frozen_and_needs_its_text() -> None:
         DocumentWrite(  # type checkers take the descriptor for a default; it is none
             urn="urn:li:document:x", title="t", related_assets=(), created_at=WHEN, modified_at=WHEN
         )
+
+
+def test_an_incident_description_may_be_rendered_when_read_too() -> None:
+    render = _Renders()
+
+    def incident(description: str | Callable[[], str]) -> IncidentWrite:
+        return IncidentWrite(
+            urn="urn:li:incident:mlcopilot-1",
+            incident_type="CUSTOM",
+            custom_type="SCHEMA_DRIFT",
+            title="[mlcopilot] schema drift at orders",
+            description=description,
+            priority=1,
+            entities=("urn:li:dataset:(urn:li:dataPlatform:hive,orders,PROD)",),
+            active=True,
+            created_at=WHEN,
+            status_changed_at=WHEN,
+        )
+
+    lazy, eager = incident(render), incident(BODY)
+    assert render.calls == 0
+    assert lazy == eager
+    assert hash(lazy) == hash(eager)
+    assert repr(lazy) == repr(eager)
+    assert decode_writes(encode_writes([lazy])) == [eager]
+    assert not hasattr(lazy, "__dict__")
+    with pytest.raises(TypeError):
+        IncidentWrite(urn="u", title="t")  # type: ignore[call-arg]

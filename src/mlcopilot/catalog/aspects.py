@@ -1229,12 +1229,13 @@ def _incident(write: IncidentWrite, kept: JsonObject | None) -> JsonObject:
     incident of a large scan. Anything the dict cannot be sure of — a value the schema may
     refuse — goes through the SDK, which raises as before.
     """
+    description = write.description  # rendered on each read (a planned incident's)
     if not (
         type(write.incident_type) is str
         and write.incident_type in _INCIDENT_TYPES
         and (write.custom_type is None or type(write.custom_type) is str)
         and type(write.title) is str
-        and type(write.description) is str
+        and type(description) is str
         and type(write.priority) is int
         and write.priority in _INT_RANGE
         and _all_str(write.entities)
@@ -1244,7 +1245,7 @@ def _incident(write: IncidentWrite, kept: JsonObject | None) -> JsonObject:
     if write.custom_type is not None:
         info["customType"] = write.custom_type
     info["title"] = write.title
-    info["description"] = write.description
+    info["description"] = description
     info["entities"] = list(write.entities)
     info["priority"] = write.priority
     # Assignees are set by people in DataHub; a rescan must not drop them.

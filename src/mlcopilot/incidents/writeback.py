@@ -140,6 +140,22 @@ def _incident_write(
     entities = named if accepted is None else tuple(u for u in named if _type(u) in accepted)
     if not entities:
         return None
+    return IncidentWrite(
+        urn=incident_urn(incident),
+        incident_type=info.incident_type,
+        custom_type=info.custom_incident_type,
+        title=title,
+        description=partial(_description, incident, entities),  # rendered when read
+        priority=_PRIORITY[incident.severity],
+        entities=entities,
+        active=incident.is_open,
+        created_at=incident.opened_at,
+        status_changed_at=incident.resolved_at or incident.opened_at,
+    )
+
+
+def _description(incident: Incident, entities: tuple[Urn, ...]) -> str:
+    """A native incident's description: its message, and where its full context is."""
     # Said only for an entity left out, so the incidents a catalog already holds that name
     # both compare equal to the plan and are not rewritten.
     left_out = [
@@ -148,18 +164,7 @@ def _incident_write(
         if urn not in entities
     ]
     context = "\n".join([*left_out, f"Context: {document_urn(incident)}"])
-    return IncidentWrite(
-        urn=incident_urn(incident),
-        incident_type=info.incident_type,
-        custom_type=info.custom_incident_type,
-        title=title,
-        description=f"{incident.message}\n\n{context}",
-        priority=_PRIORITY[incident.severity],
-        entities=entities,
-        active=incident.is_open,
-        created_at=incident.opened_at,
-        status_changed_at=incident.resolved_at or incident.opened_at,
-    )
+    return f"{incident.message}\n\n{context}"
 
 
 def _type(urn: Urn) -> str:

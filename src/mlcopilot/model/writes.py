@@ -35,30 +35,15 @@ class PropertyWrite:
     values: tuple[str | float, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class IncidentWrite:
-    """A native DataHub incident (``incidentInfo``) on a deterministic urn."""
-
-    urn: Urn
-    incident_type: str
-    custom_type: str | None
-    title: str
-    description: str
-    priority: int
-    entities: tuple[Urn, ...]
-    active: bool
-    created_at: datetime
-    status_changed_at: datetime
-
-
 class RenderedText:
     """A dataclass field holding a text, or how to render it; read, it is always the text.
 
     Given a function, the text is rendered on each read and not kept. A scan's write-back
-    plans a document for every incident, and an estate's 280,000 markdown bodies were a fifth
-    of its peak memory, held from planning to the end of the scan while each is needed only a
-    moment (compared with the catalog, encoded into the outbox, written). Equality, hashing,
-    ``asdict`` and ``replace`` read the field, so they see the text.
+    plans a document and an incident for every incident, and an estate's 280,000 markdown
+    bodies were a fifth of its peak memory, held from planning to the end of the scan while
+    each is needed only a moment (compared with the catalog, encoded into the outbox,
+    written). Equality, hashing, ``asdict`` and ``replace`` read the field, so they see the
+    text.
     """
 
     def __set_name__(self, owner: type[Any], name: str) -> None:
@@ -99,6 +84,39 @@ class DocumentWrite:
     related_assets: tuple[Urn, ...]
     created_at: datetime
     modified_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class IncidentWrite:
+    """A native DataHub incident (``incidentInfo``) on a deterministic urn.
+
+    ``description`` may be given as a function that renders it, as a document's text (see
+    :class:`DocumentWrite`, whose slots are spelled out for the same reason).
+    """
+
+    __slots__ = (
+        "_description",
+        "active",
+        "created_at",
+        "custom_type",
+        "entities",
+        "incident_type",
+        "priority",
+        "status_changed_at",
+        "title",
+        "urn",
+    )
+
+    urn: Urn
+    incident_type: str
+    custom_type: str | None
+    title: str
+    description: RenderedText = RenderedText()
+    priority: int
+    entities: tuple[Urn, ...]
+    active: bool
+    created_at: datetime
+    status_changed_at: datetime
 
 
 Write = TagWrite | PropertyWrite | IncidentWrite | DocumentWrite
