@@ -9,10 +9,13 @@ profile; the next scan reads them back, chooses nothing new and finds the same.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import load_checks
@@ -119,3 +122,31 @@ def test_a_first_scan_chooses_each_baseline_once_and_the_next_reads_them_back(
     assert again["profile_baselines"] == []
     assert again["reports"] == found["reports"]
     assert again["evaluated"] == found["evaluated"]
+
+
+def test_the_stored_baselines_are_read_a_part_of_the_models_at_a_time_as_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    models = [model_urn(name) for name in MODELS] + [model_urn("m0")]
+    with (
+        _catalog(tmp_path / "c.db") as catalog,
+        open_store(f"sqlite:///{tmp_path / 's.db'}") as store,
+    ):
+        first = _walk(catalog, store, models)
+        store.save_baselines(first.baselines)
+        store.save_profile_baselines(first.profile_baselines)
+        whole = _walk(catalog, store, models)
+        asked: list[list[str]] = []
+        read = store.baselines_of
+
+        def recorded(part: Sequence[str], **options: Any) -> Any:
+            asked.append(list(part))
+            return read(part, **options)
+
+        monkeypatch.setattr(store, "baselines_of", recorded)
+        monkeypatch.setattr(sys.modules["mlcopilot.scan.checking"], "STORED_PART", 2)
+        parts = _walk(catalog, store, models)
+    # In the order the models are checked, each model's read once (m0, named twice, too).
+    assert asked == [models[0:2], models[2:4], models[4:5]]
+    assert _seen(parts, models) == _seen(whole, models)
+    assert parts.baselines == []  # every baseline was found stored, none chosen again

@@ -327,6 +327,14 @@ class StateStore(OutboxStore, Protocol):
         """
         ...
 
+    def baselined_datasets(self, models: Sequence[Urn]) -> dict[Urn, set[Urn]]:
+        """The datasets each of ``models`` (every one a key) has a stored baseline of.
+
+        What :meth:`baselines_of` would give, without the baselines: a scan asks it of every
+        model before its checks, to know whose history to read.
+        """
+        ...
+
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:
         """Insert or replace baselines (one per model and dataset)."""
         ...

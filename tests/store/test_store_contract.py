@@ -179,6 +179,22 @@ def test_save_baselines_replaces_and_lists_per_model(store: SqlStore) -> None:
     assert store.baselines("urn:li:mlModel:nope") == []
 
 
+def test_baselined_datasets_name_what_baselines_of_would_read(store: SqlStore) -> None:
+    schema = Schema(fields=(SchemaField(path="id", type="NUMBER"),))
+    store.save_baselines(
+        [
+            Baseline(MODEL, DS, schema, "first_scan", T0),
+            Baseline(MODEL, DS2, schema, "history", T0),
+            Baseline(OTHER_MODEL, DS, schema, "accepted", T1),
+        ]
+    )
+    nobody = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,nobody,PROD)"
+    models = [MODEL, OTHER_MODEL, nobody]
+    read = store.baselines_of(models)
+    assert store.baselined_datasets(models) == {m: {b.dataset for b in read[m]} for m in models}
+    assert store.baselined_datasets(models)[nobody] == set()
+
+
 def test_many_baselines_are_saved_a_part_at_a_time_the_last_per_pair_winning(
     store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -240,6 +240,18 @@ class SqlStore(ClosedOnExit):
                     found[model].append(shared.baseline(model, dataset, text, source, captured))
         return found
 
+    def baselined_datasets(self, models: Sequence[Urn]) -> dict[Urn, set[Urn]]:
+        """The datasets each of ``models`` has a stored baseline of (every model a key)."""
+        b = t.baselines
+        found: dict[Urn, set[Urn]] = {model: set() for model in models}
+        urns: dict[str, str] = {}
+        with self._read("reading baselines") as conn:
+            for chunk in chunks(list(found)):
+                query = select(b.c.model, b.c.dataset).where(b.c.model.in_(chunk))
+                for model, dataset in conn.execute(query):
+                    found[model].add(urns.setdefault(dataset, dataset))
+        return found
+
     def save_baselines(self, baselines: Sequence[Baseline]) -> None:
         """Insert or replace baselines, one per model and dataset (the last one given wins)."""
         if not baselines:

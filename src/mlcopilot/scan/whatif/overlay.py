@@ -168,6 +168,15 @@ class BaselineView:
                 found[model] = sorted([*found[model], added], key=lambda b: b.dataset)
         return found
 
+    def baselined_datasets(self, models: Sequence[Urn]) -> dict[Urn, set[Urn]]:
+        """The stored baselines' datasets and the would-be one's."""
+        found = self._inner.baselined_datasets(models)
+        for model in models:
+            added = self._added.get(model)
+            if added is not None:
+                found[model].add(added.dataset)
+        return found
+
     def __getattr__(self, name: str) -> Any:
         if name in _WRITERS:
             raise RuntimeError(f"the impact preview's store view never writes ({name})")
