@@ -318,21 +318,30 @@ def estate_targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool | 
                 )
             )
         if name == "estate-10000x100000" and first["wall"] is not None:
+            # The stored first scan (the one a user runs) is held to both too.
+            stored = row_figures(measured.get("datahub-recorded", {}))
+            walls = [first["wall"], stored["wall"] or 0]
             rows.append(
                 (
                     f"`datahub:` ≤ 10 minutes ({name})",
-                    f"{first['wall'] / 60:.1f} min (CPU {first['cpu'] or 0:.0f} s)",
+                    f"{first['wall'] / 60:.1f} min (CPU {first['cpu'] or 0:.0f} s)"
+                    + (
+                        f"; stored first scan {stored['wall'] / 60:.1f} min"
+                        if stored["wall"]
+                        else ""
+                    ),
                     "",
-                    first["wall"] <= 600,
+                    max(walls) <= 600,
                 )
             )
             rows.append(
                 (
                     f"`datahub:` ≤ 1 GB peak RSS ({name})",
                     f"{first['rss'] or 0:,.0f} MB first scan"
-                    + (f", {second['rss']:,.0f} MB second" if second["rss"] else ""),
+                    + (f", {second['rss']:,.0f} MB second" if second["rss"] else "")
+                    + (f", {stored['rss']:,.0f} MB stored first scan" if stored["rss"] else ""),
                     "",
-                    max(first["rss"] or 0, second["rss"] or 0) <= 1024,
+                    max(first["rss"] or 0, second["rss"] or 0, stored["rss"] or 0) <= 1024,
                 )
             )
         if first["wall"] is not None and second["wall"] is not None:

@@ -16,7 +16,7 @@ from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.incidents.writeback import plan_writeback
 from mlcopilot.model import IncidentState, Severity, TagWrite
 from mlcopilot.protocols import StateStore
-from mlcopilot.scan import ScanOptions, _after, _plan_writeback, scan
+from mlcopilot.scan import ScanOptions, _after, _held_by_others, _plan_writeback, scan
 from mlcopilot.store import SqlStore, open_store
 from testing.builders import dataset_urn, model_urn
 from testing.notify_world import CUSTOMERS, World, scripted_checks, world
@@ -105,7 +105,13 @@ def test_tags_planned_from_the_kinds_others_hold_are_the_tags_planned_from_their
             changes = reconcile(previous, findings, evaluated=covered, now=w.clock.now())
             assert changes.resolved  # something for the tags to decide
             planned = [
-                _plan_writeback(catalog, s, previous, changes, models=[CHURN], infos=infos)
+                _plan_writeback(
+                    catalog,
+                    _after(previous, changes),
+                    _held_by_others(s, previous),
+                    models=[CHURN],
+                    infos=infos,
+                )
                 for s in (store, cast(StateStore, _Incidents(store)))
             ]
             # As a scan planned it when it read the other models' incidents themselves:
