@@ -10,7 +10,8 @@ profile; the next scan reads them back, chooses nothing new and finds the same.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,19 @@ def _catalog(path: Path) -> LiteCatalog:
     return catalog
 
 
+TWICE = [model_urn(name) for name in MODELS] + [model_urn("m0")]
+"""Every model, m0 named twice (its new baselines are kept once)."""
+
+
+@contextmanager
+def _opened(tmp_path: Path) -> Iterator[tuple[LiteCatalog, StateStore]]:
+    with (
+        _catalog(tmp_path / "c.db") as catalog,
+        open_store(f"sqlite:///{tmp_path / 's.db'}") as store,
+    ):
+        yield catalog, store
+
+
 def _walk(catalog: LiteCatalog, store: StateStore, models: Sequence[str]) -> Checked:
     return walk_and_check(catalog, store, load_checks(), list(models), now=NOW, limits=WalkLimits())
 
@@ -86,12 +100,8 @@ def _seen(checked: Checked, models: Sequence[str]) -> dict[str, Any]:
 def test_a_first_scan_chooses_each_baseline_once_and_the_next_reads_them_back(
     tmp_path: Path,
 ) -> None:
-    # m0 named twice: its new baselines are kept once.
-    models = [model_urn(name) for name in MODELS] + [model_urn("m0")]
-    with (
-        _catalog(tmp_path / "c.db") as catalog,
-        open_store(f"sqlite:///{tmp_path / 's.db'}") as store,
-    ):
+    models = TWICE
+    with _opened(tmp_path) as (catalog, store):
         first = _walk(catalog, store, models)
         lineages = [r.lineage for r in first.reports]
         reads = read_schema_baselines(catalog, store, lineages, NOW)
@@ -127,11 +137,8 @@ def test_a_first_scan_chooses_each_baseline_once_and_the_next_reads_them_back(
 def test_the_stored_baselines_are_read_a_part_of_the_models_at_a_time_as_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    models = [model_urn(name) for name in MODELS] + [model_urn("m0")]
-    with (
-        _catalog(tmp_path / "c.db") as catalog,
-        open_store(f"sqlite:///{tmp_path / 's.db'}") as store,
-    ):
+    models = TWICE
+    with _opened(tmp_path) as (catalog, store):
         first = _walk(catalog, store, models)
         store.save_baselines(first.baselines)
         store.save_profile_baselines(first.profile_baselines)
