@@ -136,7 +136,8 @@ def _walk_and_check(
         if progress is not None:
             progress(done, len(models), model)
         lineages.append(catalog.lineage(model, limits))
-    # Every model's baselines at once: a dataset many models share has its history read once.
+    # History for every model at once (a dataset many models share is read once); the stored
+    # baselines a part of the models at a time as the checks come.
     step("reading the schemas the models were trained on")
     schemas = read_schema_baselines(catalog, store, lineages, now)
     profiles_read = reads_profiles(checks)

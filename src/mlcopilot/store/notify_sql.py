@@ -42,8 +42,8 @@ WRITEBACK_GROUP = "-"
 
 WRITEBACK_PART = 10_000
 """Writes per write-back row. A scan's write-back is its rows in order, each part of its plan:
-an estate's is half a million writes, which one row held as a JSON text of 700 MB, encoded
-whole when recorded and decoded whole when delivered."""
+an estate's is half a million writes, which one row held as one JSON text (69 MB for 1,000
+models), encoded whole when recorded and decoded whole when delivered."""
 
 
 class PlanConflict(Exception):
@@ -61,9 +61,14 @@ class Plan:
     """The write-back's rows, its parts in order (none when there is nothing to write)."""
 
     @property
+    def notifications(self) -> list[PlannedRow]:
+        """The notification rows the plan inserts (every row but the write-back's)."""
+        return [row for d in self.decisions for row in d.inserts]
+
+    @property
     def rows(self) -> list[PlannedRow]:
         """Every row the plan inserts, write-back first."""
-        return self.writeback + [row for d in self.decisions for row in d.inserts]
+        return self.writeback + self.notifications
 
 
 def plan(
@@ -228,7 +233,7 @@ def apply(conn: Connection, result: Plan, *, now: datetime, run_id: int | None) 
     # A write-back part a statement: each is encoded only as it is written.
     for row in result.writeback:
         conn.execute(stmt, _row(row, now=now, run_id=run_id))
-    notifications = [row for d in result.decisions for row in d.inserts]
+    notifications = result.notifications
     if notifications:
         conn.execute(stmt, [_row(r, now=now, run_id=run_id) for r in notifications])
 

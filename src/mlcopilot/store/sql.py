@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from functools import partial
 from importlib import resources
+from itertools import pairwise
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -443,7 +444,7 @@ class SqlStore(ClosedOnExit):
 
         An executemany of :data:`WRITE_CHUNK` rows at a time, not a statement per incident (a
         batch of a full rescan refreshes tens of thousands), nor every row's parameters at once
-        (an estate's first scan opens 280,000, whose rows held 400 MB). Each in ``(id,
+        (an estate's first scan opens 280,000). Each in ``(id,
         generation)`` order, so two scans touching the same incidents lock them in the same
         order.
         """
@@ -1152,22 +1153,25 @@ def _schema_json(schema: Schema) -> dict[str, Any]:
     return data
 
 
-def _baseline_row(b: Baseline, last: list[tuple[Schema, str]]) -> dict[str, Any]:
-    """The row of one baseline, its schema's text made once for a run of rows sharing it.
-
-    ``last`` holds the last schema encoded and its text (rows come in dataset order: the
-    models sharing a dataset share its schema).
-    """
+def _baseline_row(b: Baseline, schema_text: str) -> dict[str, Any]:
     _require_aware("captured_at", b.captured_at)
-    if not last or last[0][0] is not b.schema:
-        last[:] = [(b.schema, json.dumps(_schema_json(b.schema)))]
     return {
         "model": b.model,
         "dataset": b.dataset,
-        "schema_text": last[0][1],
+        "schema_text": schema_text,
         "source": b.source,
         "captured_at": b.captured_at,
     }
+
+
+def _schema_texts(baselines: Iterable[Baseline]) -> Iterator[str]:
+    """Each baseline's schema as JSON text, made once for a run of baselines sharing it."""
+    last: Schema | None = None
+    text = ""
+    for b in baselines:
+        if b.schema is not last:
+            last, text = b.schema, json.dumps(_schema_json(b.schema))
+        yield text
 
 
 _SCHEMA_TEXT: Final = cast(t.baselines.c.schema, Text).label("schema_text")
@@ -1392,8 +1396,8 @@ def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
     Written :data:`WRITE_CHUNK` rows a statement in dataset order, a schema encoded once for
     the rows that share it in a row: a first scan of an estate saves a million baselines
     sharing a hundred thousand schemas (the models sharing a dataset share its
-    :class:`Schema`). Encoding every row's up front took gigabytes; keeping every schema's
-    text, a hundred megabytes.
+    :class:`Schema`). Encoding every row's up front was most of a stored scan's peak (1,000
+    models: 972 MB, 516 MB without it; ``benchmarks/RESULTS.md``).
     """
     latest = _last_per_pair(baselines)
     if not latest:
@@ -1408,27 +1412,23 @@ def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
             "captured_at": stmt.excluded.captured_at,
         },
     )
-    last: list[tuple[Schema, str]] = []
+    texts = _schema_texts(latest)
     for part in chunks(latest, WRITE_CHUNK):
-        conn.execute(stmt, [_baseline_row(b, last) for b in part])
+        conn.execute(stmt, [_baseline_row(b, text) for b, text in zip(part, texts, strict=False)])
 
 
 def _last_per_pair(baselines: Sequence[Baseline]) -> list[Baseline]:
     """The last of ``baselines`` per (model, dataset), in (dataset, model) order.
 
-    Sorted twice by one urn (stable sorts: the given order stays among equals) rather than
-    once by a pair, and deduplicated in place of a dict by pair: for a million baselines,
-    either made a million tuples (most of a recorded estate scan's peak).
+    Sorted twice by one urn (stable sorts: the given order stays among equals) and kept where
+    the next one is another pair, rather than sorted or deduplicated by a (model, dataset)
+    key: that is a tuple per baseline, a million and more in a first scan of an estate.
     """
     ordered = sorted(baselines, key=attrgetter("model"))
     ordered.sort(key=attrgetter("dataset"))
-    if not ordered:
-        return ordered
     return [
-        b
-        for b, after in zip(ordered, [*ordered[1:], None], strict=True)
-        if after is None or (after.dataset, after.model) != (b.dataset, b.model)
-    ]
+        b for b, after in pairwise(ordered) if after.dataset != b.dataset or after.model != b.model
+    ] + ordered[-1:]
 
 
 def _json_text(name: str, dialect: Dialect) -> ColumnElement[Any]:
