@@ -14,7 +14,7 @@ from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import builtin_infos, infos_of
 from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.incidents.writeback import plan_writeback
-from mlcopilot.model import IncidentState, Severity, TagWrite
+from mlcopilot.model import Incident, IncidentState, Severity, TagWrite
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import ScanOptions, _after, _held_by_others, _plan_writeback, scan
 from mlcopilot.store import SqlStore, open_store
@@ -128,3 +128,62 @@ def test_tags_planned_from_the_kinds_others_hold_are_the_tags_planned_from_their
     assert tags[0] == tags[1] == [w for w in before if isinstance(w, TagWrite)]
     assert TagWrite(orders, PII_TAG, present=True) in tags[0]  # held by ltv alone
     assert planned[0] == planned[1]
+
+
+class _Whole:
+    """A store that reads every incident whole, as scans did before ``content=False``."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+        self.whole_reads: list[list[str]] = []
+        """The ids named by each read of incidents by id (the scan's reads of whole ones)."""
+
+    def incidents(self, **filters: Any) -> list[Incident]:
+        if filters.pop("content", True) and filters.get("ids") is not None:
+            self.whole_reads.append(sorted(filters["ids"]))
+        return cast(list[Incident], self._store.incidents(**filters))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+class _Counted(_Whole):
+    """The real store's reads, the ids of incidents read whole recorded."""
+
+    def incidents(self, **filters: Any) -> list[Incident]:
+        if filters.get("content", True) and filters.get("ids") is not None:
+            self.whole_reads.append(sorted(filters["ids"]))
+        return cast(list[Incident], self._store.incidents(**filters))
+
+
+def test_a_scan_reads_whole_only_the_incidents_it_does_not_refresh(tmp_path: Path) -> None:
+    """Refreshed incidents are read without their content; the scans' outcomes are unchanged."""
+    high, medium = Severity.HIGH, Severity.MEDIUM
+    scripts: list[dict[str, Any]] = [
+        {"pii_exposure": {CUSTOMERS: [("email", high, None), ("phone", high, None)]}},
+        # email refreshed (its severity too), phone resolved
+        {"pii_exposure": {CUSTOMERS: [("email", medium, None)]}},
+        # email refreshed, phone found again: a recurrence
+        {"pii_exposure": {CUSTOMERS: [("email", medium, None), ("phone", high, None)]}},
+    ]
+    outcomes = []
+    for name, wrapper in (("light", _Counted), ("whole", _Whole)):
+        with world(tmp_path / name) as w, w.store() as real:
+            store = wrapper(real)
+            seen = []
+            for script in scripts:
+                w.script = script
+                result = w.scan(store=cast(SqlStore, store))
+                seen.append((result.changes, result.writes))
+                w.clock.sleep(60)
+            stored = real.incidents()
+            outcomes.append((seen, stored, store.whole_reads))
+    (light, light_stored, light_reads), (whole, whole_stored, _) = outcomes
+    assert light == whole
+    assert light_stored == whole_stored
+    assert all(i.message and i.path for i in light_stored)
+    resolved = next(i for i in light_stored if i.field == "phone")
+    assert resolved.generation == 2  # resolved in the second scan, opened again in the third
+    # The first scan had nothing stored; the second and third read only phone's whole (the
+    # one resolved, then the one recurring): never email's, which each refreshed.
+    assert light_reads == [[resolved.id], [resolved.id]]

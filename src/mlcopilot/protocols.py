@@ -353,12 +353,16 @@ class StateStore(OutboxStore, Protocol):
         include_resolved: bool = True,
         models: Sequence[Urn] | None = None,
         entities: Sequence[Urn] | None = None,
+        ids: Sequence[str] | None = None,
         other_than: Sequence[Urn] = (),
+        content: bool = True,
     ) -> list[Incident]:
         """The latest generation of every incident, newest first (optionally filtered).
 
-        ``models``: of these models; ``entities``: on these entities (not both);
-        ``other_than``: leaving out these models' incidents.
+        ``models``: of these models; ``entities``: on these entities; ``ids``: these
+        incidents (one of the three at most); ``other_than``: leaving out these models'
+        incidents. ``content=False`` leaves each message, path and evidence empty, for
+        incidents a refresh replaces them in.
         """
         ...
 

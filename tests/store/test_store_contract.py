@@ -664,8 +664,27 @@ def test_incidents_of_models_or_on_entities(store: SqlStore) -> None:
     assert ids(store.incidents(entities=[DS])) == sorted([churn_ds.id, ltv_ds.id])
     assert ids(store.incidents(entities=[DS], include_resolved=False)) == [churn_ds.id]
     assert store.incidents(models=[]) == []
-    with pytest.raises(ValueError, match="not both"):
-        store.incidents(models=[MODEL], entities=[DS])
+    # by id: each id's latest generation, past one IN list of ids too
+    every = store.incidents()
+    named = [*(f"nope-{n}" for n in range(1200)), ltv_ds.id, churn_ds.id]
+    assert store.incidents(ids=named) == [i for i in every if i.id in {ltv_ds.id, churn_ds.id}]
+    for wrong in ({"models": [MODEL], "entities": [DS]}, {"entities": [DS], "ids": [ltv_ds.id]}):
+        with pytest.raises(ValueError, match="give one of models, entities and ids"):
+            store.incidents(**wrong)
+
+
+def test_incidents_without_their_content(store: SqlStore) -> None:
+    """What a scan reads of the incidents it will refresh: all but message, path and evidence."""
+    findings = [finding(model=MODEL, entity=DS), finding(model=OTHER_MODEL, entity=DS2)]
+    scan(store, findings, T0)
+    scan(store, findings[:1], T1)  # OTHER_MODEL's resolves
+    whole = store.incidents()
+    light = store.incidents(content=False)
+    assert len(whole) == 2
+    assert all(i.message and i.path and i.evidence for i in whole)
+    assert [(i.message, i.path, dict(i.evidence)) for i in light] == [("", (), {})] * len(whole)
+    assert light == [dataclasses.replace(i, message="", path=(), evidence={}) for i in whole]
+    assert store.incidents(models=[MODEL], content=False) == [i for i in light if i.model == MODEL]
 
 
 def test_incidents_other_than_some_models(store: SqlStore) -> None:

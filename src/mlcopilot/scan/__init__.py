@@ -350,7 +350,7 @@ def _reconcile_and_plan(
     """The incident changes against what is stored now, the write-back and what to notify."""
     # The scanned models' incidents: never the whole store's, which a watcher would read again
     # every few seconds.
-    previous = store.incidents(models=models)
+    previous = _previous(store, models, checked.findings)
     changes = reconcile(
         previous,
         checked.findings,
@@ -393,6 +393,28 @@ def _reconcile_and_plan(
         acknowledging=delivery.acknowledging,
     )
     return _Planned(changes, plan, request)
+
+
+def _previous(
+    store: StateStore, models: Sequence[Urn], findings: Sequence[Finding]
+) -> list[Incident]:
+    """The latest generation of ``models``' stored incidents, to reconcile ``findings`` with.
+
+    Read without their content first (message, path, evidence: most of a row), then whole
+    only where a refresh will not replace it: incidents resolved now or left as they are,
+    and recurrences. A second scan of an estate refreshes nearly all it reads (282,022 at
+    10,000 models).
+    """
+    light = store.incidents(models=models, content=False)
+    found = {f.id for f in findings}
+    rest = [i.id for i in light if not (i.is_open and i.id in found)]
+    whole = {i.id: i for i in store.incidents(ids=rest)} if rest else {}
+    # One gone between the reads (never deleted by this product) is not reconciled at all.
+    return [
+        whole.get(i.id, i)
+        for i in light
+        if i.id in whole or (i.is_open and i.id in found)
+    ]
 
 
 def _deliver(
