@@ -192,10 +192,16 @@ def test_open_kinds_past_one_in_list_and_many_models_left_out(
     expected = kinds_from_incidents(store, entities, left_out)
     assert expected  # the others' kinds are there
     assert store.open_kinds(entities, other_than=left_out) == expected
-    # More models than the database is asked to leave out: they are left out here instead.
-    monkeypatch.setattr(sql_module, "_SKIPPED_IN_SQL", 3)
-    assert store.open_kinds(entities, other_than=left_out) == expected
-    assert store.open_kinds([], other_than=left_out) == set()
+    # More models than the database is asked to leave out: they are left out here instead,
+    # or the few others with open incidents are asked for.
+    for most in (3, 4):
+        monkeypatch.setattr(sql_module, "_SKIPPED_IN_SQL", most)
+        assert store.open_kinds(entities, other_than=left_out) == expected
+        assert store.open_kinds([], other_than=left_out) == set()
+    # Every model left out (a full rescan's batch of all): nothing, as the incidents say.
+    every = [*left_out, *(model(n) for n in range(5))]
+    assert store.open_kinds(entities, other_than=every) == set()
+    assert kinds_from_incidents(store, entities, every) == set()
 
 
 # --- a deadlock PostgreSQL broke is a conflict the scan retries

@@ -363,8 +363,15 @@ class SqlStore(ClosedOnExit):
         found: set[tuple[Urn, str]] = set()
         skip = list(dict.fromkeys(other_than))
         with self._read("reading open incidents") as conn:
+            others: list[Urn] | None = None
+            if len(skip) > _SKIPPED_IN_SQL:
+                # A full rescan's: every model, or nearly. Which others hold anything open is
+                # one read; when none do (the whole estate scanned), nothing else is.
+                others = sorted(_open_models(conn) - set(skip))
+                if not others:
+                    return found
             for chunk in chunks(list(dict.fromkeys(entities))):
-                found.update(_open_kinds(conn, chunk, skip))
+                found.update(_open_kinds(conn, chunk, skip, others))
         return found
 
     def get(self, incident_id: str) -> Incident | None:
@@ -1353,14 +1360,29 @@ _SKIPPED_IN_SQL: Final = 4 * IN_CHUNK
 are read per model and left out here, to stay well under SQLite's limit on parameters."""
 
 
+def _open_models(conn: Connection) -> set[Urn]:
+    """The models with an open incident (only a latest generation is ever unresolved)."""
+    i = t.incidents
+    query = select(i.c.model).where(i.c.state != IncidentState.RESOLVED.value).distinct()
+    return set(conn.execute(query).scalars())
+
+
 def _open_kinds(
-    conn: Connection, entities: Sequence[Urn], skip: Sequence[Urn]
+    conn: Connection, entities: Sequence[Urn], skip: Sequence[Urn], others: Sequence[Urn] | None
 ) -> Iterator[tuple[Urn, str]]:
+    """``(entity, check)`` open on ``entities`` but for ``skip``'s models.
+
+    ``others``: the models with open incidents but ``skip``'s, when known.
+    """
     i = t.incidents
     open_here = (i.c.entity.in_(entities), i.c.state != IncidentState.RESOLVED.value)
-    if len(skip) <= _SKIPPED_IN_SQL:
-        left_out = (i.c.model.not_in(skip),) if skip else ()
-        query = select(i.c.entity, i.c.check_name).where(*open_here, *left_out).distinct()
+    narrowed: tuple[ColumnElement[bool], ...] | None = None
+    if others is not None and len(others) <= _SKIPPED_IN_SQL:
+        narrowed = (i.c.model.in_(others),)
+    elif len(skip) <= _SKIPPED_IN_SQL:
+        narrowed = (i.c.model.not_in(skip),) if skip else ()
+    if narrowed is not None:
+        query = select(i.c.entity, i.c.check_name).where(*open_here, *narrowed).distinct()
         for row in conn.execute(query):
             yield row.entity, row.check_name
         return
