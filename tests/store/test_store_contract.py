@@ -99,7 +99,7 @@ def test_open_creates_the_schema_at_head(store: SqlStore, raw: Engine) -> None:
         "incidents",
     }
     with raw.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_heads() == ("0006",)
+        assert MigrationContext.configure(conn).get_current_heads() == ("0007",)
         # the tables the migrations built are exactly the ones the queries are written against
         diff = compare_metadata(MigrationContext.configure(conn), tables.metadata)
     assert diff == []

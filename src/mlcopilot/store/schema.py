@@ -149,6 +149,7 @@ incidents = Table(
         "state != 'acknowledged' OR acknowledged_at IS NOT NULL", name="acknowledged_at"
     ),
     Index("ix_incidents_model", "model"),
+    Index("ix_incidents_entity", "entity"),
     Index("ix_incidents_group_key_group_generation", "group_key", "group_generation"),
     Index(
         "uq_incidents_one_open_generation",
