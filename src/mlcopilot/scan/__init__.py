@@ -410,11 +410,7 @@ def _previous(
     rest = [i.id for i in light if not (i.is_open and i.id in found)]
     whole = {i.id: i for i in store.incidents(ids=rest)} if rest else {}
     # One gone between the reads (never deleted by this product) is not reconciled at all.
-    return [
-        whole.get(i.id, i)
-        for i in light
-        if i.id in whole or (i.is_open and i.id in found)
-    ]
+    return [whole.get(i.id, i) for i in light if i.id in whole or (i.is_open and i.id in found)]
 
 
 def _deliver(
