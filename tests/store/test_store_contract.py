@@ -668,9 +668,10 @@ def test_incidents_of_models_or_on_entities(store: SqlStore) -> None:
     every = store.incidents()
     named = [*(f"nope-{n}" for n in range(1200)), ltv_ds.id, churn_ds.id]
     assert store.incidents(ids=named) == [i for i in every if i.id in {ltv_ds.id, churn_ds.id}]
-    for wrong in ({"models": [MODEL], "entities": [DS]}, {"entities": [DS], "ids": [ltv_ds.id]}):
-        with pytest.raises(ValueError, match="give one of models, entities and ids"):
-            store.incidents(**wrong)
+    with pytest.raises(ValueError, match="give one of models, entities and ids"):
+        store.incidents(models=[MODEL], entities=[DS])
+    with pytest.raises(ValueError, match="give one of models, entities and ids"):
+        store.incidents(entities=[DS], ids=[ltv_ds.id])
 
 
 def test_incidents_without_their_content(store: SqlStore) -> None:
