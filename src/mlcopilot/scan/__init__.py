@@ -400,10 +400,10 @@ def _previous(
 ) -> list[Incident]:
     """The latest generation of ``models``' stored incidents, to reconcile ``findings`` with.
 
-    Read without their content first (message, path, evidence: most of a row), then whole
-    only where a refresh will not replace it: incidents resolved now or left as they are,
-    and recurrences. A second scan of an estate refreshes nearly all it reads (282,022 at
-    10,000 models).
+    Read without their content first (message, path, evidence: two thirds of a row held),
+    then whole only where a refresh will not replace it: incidents resolved now or left as
+    they are, and recurrences. A second scan of an estate refreshes nearly all it reads
+    (282,022 at 10,000 models).
     """
     light = store.incidents(models=models, content=False)
     found = {f.id for f in findings}

@@ -231,7 +231,7 @@ class SqlStore(ClosedOnExit):
         """
         b = t.baselines
         found: dict[Urn, list[Baseline]] = {model: [] for model in models}
-        columns = (b.c.model, b.c.dataset, _SCHEMA_TEXT, b.c.source, _CAPTURED_RAW)
+        columns = (b.c.model, b.c.dataset, _SCHEMA_TEXT, b.c.source, _raw(b.c.captured_at))
         with self._read("reading baselines") as conn:
             shared = _SharedRows(current or {}, conn.dialect)
             for chunk in chunks(list(found)):
@@ -1194,10 +1194,6 @@ _SCHEMA_TEXT: Final = cast(t.baselines.c.schema, Text).label("schema_text")
 """A baseline's schema as the stored JSON text (PostgreSQL's ``json`` keeps it as written)."""
 
 
-_CAPTURED_RAW: Final = type_coerce(t.baselines.c.captured_at, Text).label("captured_raw")
-"""A baseline's ``captured_at`` as the driver gives it, converted once per distinct value."""
-
-
 def _raw(column: Column[Any]) -> ColumnElement[Any]:
     """``column`` (a time) as the driver gives it, for :class:`_Times` to convert."""
     return type_coerce(column, Text).label(column.name)
@@ -1207,8 +1203,8 @@ class _Times:
     """Stored instants as aware UTC datetimes, each distinct stored value converted once.
 
     Rows repeat a few instants (a scan stamps everything it writes with its clock): a
-    second scan of an estate reads back 282,022 incidents with four times each, and the
-    conversion per value was a tenth of reading them.
+    second scan of an estate reads back 282,022 incidents with four times each, and
+    converting each value was a sixth of reading them (cProfile of 28,253: 0.39 of 2.2 s).
     """
 
     def __init__(self, dialect: Dialect) -> None:
