@@ -15,7 +15,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, insert, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    func,
+    insert,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.incidents.grouping import group_of, inhibitors, member_state
@@ -363,6 +373,18 @@ _GROUPS_PER_QUERY = 100
 members are held while the batch is decided: an estate's groups have dozens each."""
 
 
+def _of_groups(groups: Sequence[tuple[str, int]]) -> tuple[ColumnElement[bool], ...]:
+    """Where an incident is in one of ``groups`` (``(key, generation)`` pairs).
+
+    The keys are named on their own too: SQLite answers a row-value IN alone by reading every
+    incident, once per batch of groups (a second scan of an estate reads hundreds of
+    batches), and searches the group index with them.
+    """
+    i = t.incidents
+    keys = sorted({key for key, _ in groups})
+    return i.c.group_key.in_(keys), tuple_(i.c.group_key, i.c.group_generation).in_(groups)
+
+
 _MEMBER_COLUMNS = tuple(c for c in t.incidents.c if c.name != "evidence")
 """An incident's columns but its evidence: no member needs it, and it is most of the row (a
 second scan of an estate reads every stored member of every group its findings are in)."""
@@ -408,11 +430,7 @@ def _unquiet(
     if not candidates:
         return list(groups)
     i = t.incidents
-    query = (
-        select(*_STATE_COLUMNS)
-        .where(tuple_(i.c.group_key, i.c.group_generation).in_(candidates))
-        .order_by(i.c.id, i.c.generation)
-    )
+    query = select(*_STATE_COLUMNS).where(*_of_groups(candidates)).order_by(i.c.id, i.c.generation)
     latest: dict[tuple[str, int], dict[str, tuple[Any, ...]]] = {}
     for key, group_generation, incident_id, *rest in conn.execute(query):
         latest.setdefault((key, int(group_generation)), {})[incident_id] = tuple(rest)
@@ -458,11 +476,7 @@ def _stored_members(
     Their evidence is not read (given as empty): :func:`_members` needs none of it.
     """
     i = t.incidents
-    query = (
-        select(*_MEMBER_COLUMNS)
-        .where(tuple_(i.c.group_key, i.c.group_generation).in_(groups))
-        .order_by(i.c.id, i.c.generation)
-    )
+    query = select(*_MEMBER_COLUMNS).where(*_of_groups(groups)).order_by(i.c.id, i.c.generation)
     found: dict[tuple[str, int], dict[str, Mapping[str, Any]]] = {}
     for row in conn.execute(query):
         group = (row.group_key, int(row.group_generation))
