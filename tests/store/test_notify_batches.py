@@ -10,11 +10,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
 from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.incidents.payload import NotifyPolicy, NotifyRequest
 from mlcopilot.model import Finding, IncidentChanges, Severity
 from mlcopilot.store import SqlStore, notify_sql
+from mlcopilot.store import schema as t
 from tests.store.test_store_contract import MODEL, finding
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -83,3 +85,21 @@ def test_the_plan_does_not_depend_on_the_batch_size(
     monkeypatch.setattr(notify_sql, "_GROUPS_PER_QUERY", batch)
     assert _plan(store, second, later) == expected_second
     assert len(expected_first.decisions) == len(ENTITIES)
+
+
+def test_a_batch_of_groups_is_read_through_the_group_index(store: SqlStore) -> None:
+    """Each batch's incidents are searched for, not found by reading every incident.
+
+    A row-value IN alone made SQLite read the whole table once per batch of 100 groups: a
+    second scan of the 10,000-model estate spent 54 s there, 14 s through the index.
+    """
+    groups = [("k1", 1), ("k2", 3)]
+    i = t.incidents
+    query = select(i.c.id).where(*notify_sql._of_groups(groups)).order_by(i.c.id)
+    with store._engine.connect() as conn:
+        if conn.dialect.name != "sqlite":
+            pytest.skip("the query plan asked of SQLite")
+        compiled = query.compile(conn, compile_kwargs={"literal_binds": True})
+        plan = [row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}")]
+    assert any("USING INDEX ix_incidents_group_key_group_generation" in step for step in plan)
+    assert "SCAN incidents" not in plan
