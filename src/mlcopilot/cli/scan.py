@@ -679,7 +679,11 @@ def _shared_scan(
     def scan_batch(models: Sequence[str]) -> ScanResult:
         # The clock of the moment: another process may have recorded a batch meanwhile, and a
         # scan never runs on a clock earlier than the last one recorded.
-        batch = replace(options, now=datetime.now(UTC), models=tuple(models))
+        # Never behind the last recorded one either: another scanner that took its clock a
+        # few milliseconds later may have committed first.
+        now = datetime.now(UTC)
+        last = store.last_scan_at()
+        batch = replace(options, now=max(now, last) if last else now, models=tuple(models))
         return service.scan(
             catalog, store, batch, deliver=False, progress=progress, steps=interrupts.step
         )
