@@ -26,6 +26,7 @@ from mlcopilot.model import (
     SchemaField,
     Severity,
 )
+from mlcopilot.scan.selection import check_clock, clock_for
 from mlcopilot.store import SqlStore, StoreConflict, open_store
 from mlcopilot.store import schema as tables
 
@@ -732,3 +733,17 @@ def test_baselines_of_share_one_schema_per_stored_text(store: SqlStore) -> None:
     assert found[MODEL][0].schema is found[OTHER_MODEL][0].schema
     assert found[OTHER_MODEL][1].schema is not found[MODEL][0].schema
     assert found == {m: store.baselines(m) for m in (MODEL, OTHER_MODEL)}
+
+
+def test_a_scan_clock_is_never_behind_the_last_recorded_scan(store: SqlStore) -> None:
+    """Another scanner that read its clock later, and committed first, does not refuse this one."""
+    assert store.last_scan_at() is None
+    before = datetime.now(UTC)
+    assert clock_for(store) >= before  # nothing recorded: the system clock
+    ahead = datetime.now(UTC) + timedelta(seconds=30)  # the other scanner's, committed first
+    scan(store, [finding()], ahead)
+    taken = clock_for(store)
+    assert taken == ahead
+    check_clock(store, taken)  # not refused
+    with pytest.raises(UsageError, match="earlier than the last committed scan"):
+        check_clock(store, datetime.now(UTC))  # what the system clock alone would have given

@@ -669,8 +669,8 @@ def _shared_scan(
     outbox; one relay run after the last delivers them (``--deliver``, the default).
     """
     from dataclasses import replace
-    from datetime import UTC, datetime
 
+    from mlcopilot.scan.selection import clock_for
     from mlcopilot.scan.shared import merged, owner_name, run_shared
     from mlcopilot.scan.wiring import open_state
 
@@ -679,11 +679,7 @@ def _shared_scan(
     def scan_batch(models: Sequence[str]) -> ScanResult:
         # The clock of the moment: another process may have recorded a batch meanwhile, and a
         # scan never runs on a clock earlier than the last one recorded.
-        # Never behind the last recorded one either: another scanner that took its clock a
-        # few milliseconds later may have committed first.
-        now = datetime.now(UTC)
-        last = store.last_scan_at()
-        batch = replace(options, now=max(now, last) if last else now, models=tuple(models))
+        batch = replace(options, now=clock_for(store), models=tuple(models))
         return service.scan(
             catalog, store, batch, deliver=False, progress=progress, steps=interrupts.step
         )

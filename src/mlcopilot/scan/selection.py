@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from mlcopilot.errors import CatalogError, UsageError
 from mlcopilot.model import Urn
@@ -32,6 +32,18 @@ def check_clock(store: StateStore, now: datetime) -> None:
             f"({_instant(last)}) in the state database: scans move forward in time; use a "
             "later --now (or none), or another --state-url"
         )
+
+
+def clock_for(store: StateStore) -> datetime:
+    """The system clock for a scan sharing ``store`` with others: never behind the last one.
+
+    Another scanner or watcher that read its clock a few milliseconds later may commit
+    first, and :func:`check_clock` would refuse this scan (seen in a clean-clone run of two
+    shared scans, 8 ms apart). What is left is the moment between this read and the check.
+    """
+    now = datetime.now(UTC)
+    last = store.last_scan_at()
+    return max(now, last) if last is not None else now
 
 
 def _instant(when: datetime) -> str:

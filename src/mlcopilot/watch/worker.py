@@ -270,6 +270,7 @@ class Worker:
         now: datetime,
     ) -> None:
         from mlcopilot.scan import ScanOptions
+        from mlcopilot.scan.selection import clock_for
 
         full = [r for r in claimed if r.model == ALL_MODELS]
         if full:
@@ -284,7 +285,7 @@ class Worker:
         if models:
             # The clock is read now, not at the claim: another watcher's scan may have been
             # committed meanwhile, and a scan never runs on a clock earlier than the last one's.
-            options = ScanOptions(now=_now(), models=models, limits=self._options.limits)
+            options = ScanOptions(now=clock_for(store), models=models, limits=self._options.limits)
             # Committed as outbox rows; the relay processes deliver them (woken below).
             result = service.scan(catalog, store, options, clock=SystemClock(), deliver=False)
             self._index.update(report.lineage for report in result.models)
