@@ -23,6 +23,7 @@ from mlcopilot.model import (
     Claimed,
     ColumnUsage,
     Contact,
+    CurrentSchemas,
     DatasetProfile,
     Delivered,
     Edge,
@@ -317,13 +318,13 @@ class StateStore(OutboxStore, Protocol):
         ...
 
     def baselines_of(
-        self, models: Sequence[Urn], *, current: Mapping[Urn, Schema] | None = None
+        self, models: Sequence[Urn], *, current: CurrentSchemas | None = None
     ) -> dict[Urn, list[Baseline]]:
         """:meth:`baselines` of each of ``models`` (every one a key), in one read.
 
         ``current``: datasets' schemas now; a stored schema equal to its dataset's is given
         as that very object (a scan's baselines then hold the walk's schemas, as on its first
-        scan, and an unchanged one is seen as the same).
+        scan, and an unchanged one is seen as the same), without reading its stored text.
         """
         ...
 

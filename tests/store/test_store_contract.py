@@ -95,12 +95,13 @@ def count(raw: Engine, table: str) -> int:
 def test_open_creates_the_schema_at_head(store: SqlStore, raw: Engine) -> None:
     assert set(inspect(raw).get_table_names()) >= {
         "alembic_version",
+        "baseline_schemas",
         "baselines",
         "scan_runs",
         "incidents",
     }
     with raw.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_heads() == ("0007",)
+        assert MigrationContext.configure(conn).get_current_heads() == ("0008",)
         # the tables the migrations built are exactly the ones the queries are written against
         diff = compare_metadata(MigrationContext.configure(conn), tables.metadata)
     assert diff == []

@@ -1,7 +1,8 @@
 """Stored rows read back unchanged, and a damaged one says which it is and what is wrong.
 
 ``stored/baseline-schema.json`` is a baseline's ``schema`` column exactly as the store wrote
-it (SQLite's JSON text) before the schema codec moved to pydantic.
+it (SQLite's JSON text) before the schema codec moved to pydantic; the schemas are kept in
+``baseline_schemas`` since store migration 0008, and written by hand-made JSON since.
 """
 
 from __future__ import annotations
@@ -32,11 +33,16 @@ def db(tmp_path: Path) -> Iterator[tuple[SqlStore, Path]]:
 
 
 def _stored_schema(path: Path, text: str | None = None) -> str:
-    """The baseline's raw ``schema`` text, after replacing it with ``text`` if given."""
+    """The raw ``schema`` text the baseline names, after replacing it with ``text`` if given.
+
+    A text replaced in place no longer matches its digest: as a text written by an older
+    version, or damaged, would not.
+    """
+    named = "digest = (SELECT schema_digest FROM baselines)"
     with sqlite3.connect(path) as conn:
         if text is not None:
-            conn.execute("UPDATE baselines SET schema = ?", (text,))
-        (stored,) = conn.execute("SELECT schema FROM baselines").fetchone()
+            conn.execute(f"UPDATE baseline_schemas SET schema = ? WHERE {named}", (text,))
+        (stored,) = conn.execute(f"SELECT schema FROM baseline_schemas WHERE {named}").fetchone()
     return str(stored)
 
 

@@ -5,7 +5,8 @@
 - :mod:`~mlcopilot.model.findings`: what the checks find and what becomes of it (check infos,
   findings, incidents, baselines, reports);
 - :mod:`~mlcopilot.model.writes`: the write-back intents;
-- :mod:`~mlcopilot.model.notify`: notification groups, notifications and outbox rows.
+- :mod:`~mlcopilot.model.notify`: notification groups, notifications and outbox rows;
+- :mod:`~mlcopilot.model.schema_digests`: schemas by content, as the store keeps them.
 
 Every name is re-exported here, so ``from mlcopilot.model import Node`` works whichever module
 defines it. This package is the bottom layer: it imports nothing of mlcopilot's but ``names``.
@@ -105,6 +106,7 @@ from mlcopilot.model.profiles import (
     profile_to_json,
     statistic,
 )
+from mlcopilot.model.schema_digests import CurrentSchemas, schema_digest, schema_text
 from mlcopilot.model.writes import (
     DocumentWrite,
     IncidentWrite,
@@ -145,6 +147,7 @@ __all__ = [
     "Contact",
     "ContactKind",
     "CoverageGap",
+    "CurrentSchemas",
     "DatasetProfile",
     "Delivered",
     "Deprecation",
@@ -203,6 +206,8 @@ __all__ = [
     "profile_from_json",
     "profile_millis",
     "profile_to_json",
+    "schema_digest",
+    "schema_text",
     "short_name",
     "sink_of",
     "statistic",

@@ -20,6 +20,7 @@ from mlcopilot.lineage.upstream import ShortestPaths
 from mlcopilot.model import (
     UNKNOWN_USAGE,
     Baseline,
+    CurrentSchemas,
     DatasetProfile,
     EntityType,
     Finding,
@@ -358,12 +359,14 @@ class SchemaBaselines:
         self.now = now
         self._store = store
         # A stored schema equal to today's is held as today's object, as a first scan holds it.
-        self._current = {
-            urn: node.schema
-            for lineage in lineages
-            for urn, node in lineage.nodes.items()
-            if node.schema is not None and node.entity_type is EntityType.DATASET
-        }
+        self._current = CurrentSchemas(
+            {
+                urn: node.schema
+                for lineage in lineages
+                for urn, node in lineage.nodes.items()
+                if node.schema is not None and node.entity_type is EntityType.DATASET
+            }
+        )
         self._next = [lineage.root for lineage in reversed(lineages)]
         """The models in the order they are checked, the next one last."""
         self._read: set[Urn] = set()

@@ -75,12 +75,21 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 metadata = MetaData(naming_convention=NAMING)
 
+baseline_schemas = Table(
+    "baseline_schemas",
+    metadata,
+    Column("digest", String(32), primary_key=True),
+    Column("schema", JSON, nullable=False),
+)
+"""Each distinct baseline schema once, under the digest of its JSON text
+(:func:`~mlcopilot.model.schema_digest`): the models sharing a dataset share its schema."""
+
 baselines = Table(
     "baselines",
     metadata,
     Column("model", Text, nullable=False),
     Column("dataset", Text, nullable=False),
-    Column("schema", JSON, nullable=False),
+    Column("schema_digest", String(32), ForeignKey("baseline_schemas.digest"), nullable=False),
     Column("source", String(16), nullable=False),
     Column("captured_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("model", "dataset"),

@@ -11,18 +11,15 @@ line that names the URL, with any password hidden, and says how to fix it.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from functools import partial
 from importlib import resources
-from itertools import pairwise
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,25 +28,19 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import (
-    JSON,
-    Column,
     ColumnElement,
     Connection,
     Engine,
     Row,
-    Text,
     and_,
     bindparam,
-    cast,
     create_engine,
     event,
     func,
     insert,
     inspect,
     select,
-    type_coerce,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -64,10 +55,10 @@ from sqlalchemy.exc import (
 
 from mlcopilot.errors import MissingStore, StoreConflict, StoreError, UsageError
 from mlcopilot.incidents import lifecycle
-from mlcopilot.incidents.payload import problems
 from mlcopilot.model import (
     Baseline,
     Claimed,
+    CurrentSchemas,
     Delivered,
     Incident,
     IncidentChanges,
@@ -78,7 +69,6 @@ from mlcopilot.model import (
     PlannedRow,
     ProfileBaseline,
     RecordedScan,
-    Schema,
     SinkName,
     SinkRef,
     Urn,
@@ -89,6 +79,14 @@ from mlcopilot.model import (
 from mlcopilot.protocols import ClosedOnExit, RescanRequest, RescanSplit
 from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
 from mlcopilot.store import schema as t
+from mlcopilot.store.baselines_sql import (
+    baseline_from,
+    drop_unused_schemas,
+    read_baselines,
+    replaced_digests,
+    select_baselines,
+    upsert_baselines,
+)
 from mlcopilot.store.chunks import IN_CHUNK, WRITE_CHUNK, chunks
 from mlcopilot.store.opening import (
     check_sqlite_file,
@@ -96,7 +94,7 @@ from mlcopilot.store.opening import (
     read_only_url,
     sqlite_file,
 )
-from mlcopilot.store.rows import incident_from_mapping
+from mlcopilot.store.rows import Times, incident_from_mapping, raw_time, require_aware
 
 if TYPE_CHECKING:
     from mlcopilot.protocols import StateStore
@@ -203,44 +201,32 @@ class SqlStore(ClosedOnExit):
 
     def baseline(self, model: Urn, dataset: Urn) -> Baseline | None:
         """The stored baseline schema of ``dataset`` for ``model``, or None."""
-        query = select(t.baselines).where(
-            t.baselines.c.model == model, t.baselines.c.dataset == dataset
-        )
+        b = t.baselines
+        query = select_baselines().where(b.c.model == model, b.c.dataset == dataset)
         with self._read("reading a baseline") as conn:
             row = conn.execute(query).first()
-        return None if row is None else _baseline_from(row)
+        return None if row is None else baseline_from(row)
 
     def baselines(self, model: Urn) -> list[Baseline]:
         """Every stored baseline of ``model``, sorted by dataset."""
-        query = (
-            select(t.baselines).where(t.baselines.c.model == model).order_by(t.baselines.c.dataset)
-        )
+        b = t.baselines
+        query = select_baselines().where(b.c.model == model).order_by(b.c.dataset)
         with self._read("reading baselines") as conn:
-            return [_baseline_from(row) for row in conn.execute(query)]
+            return [baseline_from(row) for row in conn.execute(query)]
 
     def baselines_of(
-        self, models: Sequence[Urn], *, current: Mapping[Urn, Schema] | None = None
+        self, models: Sequence[Urn], *, current: CurrentSchemas | None = None
     ) -> dict[Urn, list[Baseline]]:
         """:meth:`baselines` of each of ``models`` (every one a key), a statement per chunk.
 
-        Each distinct stored schema is decoded once, and every baseline holding it shares the
-        one :class:`~mlcopilot.model.Schema`: the models sharing a dataset store the same
-        schema for it; one equal to its dataset's in ``current`` is that object. (Decoded row
-        by row, the second scan of 1,000 models over 5,000 datasets made 145,071 schemas:
-        0.9 GB more than the first scan, which holds the walk's own.)
+        Each distinct stored schema is one :class:`~mlcopilot.model.Schema`, shared by every
+        baseline holding it; one that is its dataset's in ``current`` is that object, not
+        read (see :mod:`~mlcopilot.store.baselines_sql`). Decoded row by row, the second
+        scan of 1,000 models over 5,000 datasets made 145,071 schemas: 0.9 GB more than the
+        first scan, which holds the walk's own.
         """
-        b = t.baselines
-        found: dict[Urn, list[Baseline]] = {model: [] for model in models}
-        columns = (b.c.model, b.c.dataset, _SCHEMA_TEXT, b.c.source, _raw(b.c.captured_at))
         with self._read("reading baselines") as conn:
-            shared = _SharedRows(current or {}, conn.dialect)
-            for chunk in chunks(list(found)):
-                query = (
-                    select(*columns).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
-                )
-                for model, dataset, text, source, captured in conn.execute(query):
-                    found[model].append(shared.baseline(model, dataset, text, source, captured))
-        return found
+            return read_baselines(conn, models, current)
 
     def baselined_datasets(self, models: Sequence[Urn]) -> dict[Urn, set[Urn]]:
         """The datasets each of ``models`` has a stored baseline of (every model a key)."""
@@ -259,7 +245,9 @@ class SqlStore(ClosedOnExit):
         if not baselines:
             return
         with self._write("saving baselines") as conn:
-            _upsert_baselines(conn, baselines)
+            replaced = replaced_digests(conn, baselines)
+            upsert_baselines(conn, baselines)
+            drop_unused_schemas(conn, replaced)
 
     def profile_baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[ProfileBaseline]]:
         """Every stored profile baseline of each of ``models`` (every one a key), by dataset."""
@@ -423,7 +411,7 @@ class SqlStore(ClosedOnExit):
         """
         finished = finished_at if finished_at is not None else datetime.now(UTC)
         for name, value in (("started_at", started_at), ("now", now), ("finished_at", finished)):
-            _require_aware(name, value)
+            require_aware(name, value)
         run = {
             "started_at": started_at,
             "finished_at": finished,
@@ -436,7 +424,7 @@ class SqlStore(ClosedOnExit):
             "resolved": len(changes.resolved),
         }
         with self._deadlock_is_a_conflict(), self._write("recording the scan") as conn:
-            _upsert_baselines(conn, baselines)
+            upsert_baselines(conn, baselines)
             _upsert_profile_baselines(conn, profile_baselines)
             key = conn.execute(insert(t.scan_runs), run).inserted_primary_key
             assert key is not None  # both engines report autoincrement keys
@@ -523,7 +511,7 @@ class SqlStore(ClosedOnExit):
         Raises:
             UsageError: No incident has this id, it is resolved, or ``by`` is blank.
         """
-        _require_aware("at", at)
+        require_aware("at", at)
         with self._write("acknowledging the incident") as conn:
             current = self._must_get(conn, incident_id)
             done = lifecycle.acknowledge(current, by=by, at=at)
@@ -551,7 +539,7 @@ class SqlStore(ClosedOnExit):
         Raises:
             UsageError: No incident has this id, it is already resolved, or ``reason`` is blank.
         """
-        _require_aware("at", at)
+        require_aware("at", at)
         with self._write("resolving the incident") as conn:
             current = self._must_get(conn, incident_id)
             done = lifecycle.resolve(current, at=at, reason=reason)
@@ -672,7 +660,7 @@ class SqlStore(ClosedOnExit):
 
     def retry_outbox(self, ids: Sequence[int] | None = None, *, now: datetime) -> int:
         """Make dead outbox rows (``ids``, else all) pending again; returns how many."""
-        _require_aware("now", now)
+        require_aware("now", now)
         with self._write("retrying outbox rows") as conn:
             return outbox_sql.retry(conn, ids, now=now)
 
@@ -680,7 +668,7 @@ class SqlStore(ClosedOnExit):
 
     def request_rescans(self, models: Sequence[Urn], *, reason: str, now: datetime) -> int:
         """Ask for ``models`` to be scanned again (coalesced per model); how many are new."""
-        _require_aware("now", now)
+        require_aware("now", now)
         with self._write("recording rescan requests") as conn:
             return rescan_sql.request(conn, models, reason=reason, now=now)
 
@@ -694,7 +682,7 @@ class SqlStore(ClosedOnExit):
         only_batches: bool = False,
     ) -> list[RescanRequest]:
         """Take due rescan requests for ``owner`` under a lease: models first, else a batch."""
-        _require_aware("now", now)
+        require_aware("now", now)
         with self._write("claiming rescan requests") as conn:
             return rescan_sql.claim(
                 conn, owner=owner, now=now, lease=lease, limit=limit, only_batches=only_batches
@@ -713,9 +701,9 @@ class SqlStore(ClosedOnExit):
         again_at: datetime | None = None,
     ) -> RescanSplit:
         """Start (or join) a full rescan of ``models`` in batches of ``size``; see the protocol."""
-        _require_aware("now", now)
+        require_aware("now", now)
         if again_at is not None:
-            _require_aware("again_at", again_at)
+            require_aware("again_at", again_at)
         with self._write("splitting a full rescan") as conn:
             return rescan_sql.split(
                 conn,
@@ -733,7 +721,7 @@ class SqlStore(ClosedOnExit):
         self, requests: Sequence[RescanRequest], *, owner: str, now: datetime, lease: timedelta
     ) -> int:
         """Extend the lease of the requests ``owner`` still holds; how many it still holds."""
-        _require_aware("now", now)
+        require_aware("now", now)
         with self._write("renewing rescan leases") as conn:
             return rescan_sql.renew(conn, requests, owner=owner, now=now, lease=lease)
 
@@ -1129,11 +1117,6 @@ def _redact_text(text: str) -> str:
 # --- rows <-> domain types
 
 
-def _require_aware(name: str, value: datetime) -> None:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"{name}={value.isoformat()} is naive; the store needs aware datetimes")
-
-
 def _jsonable(value: object) -> Any:
     """``value`` as plain JSON data: mappings, lists, strings, finite numbers, bools, None.
 
@@ -1157,127 +1140,6 @@ def _jsonable(value: object) -> Any:
     return str(value)
 
 
-_SCHEMA: Final = TypeAdapter(Schema)
-
-
-def _schema_json(schema: Schema) -> dict[str, Any]:
-    data: dict[str, Any] = _SCHEMA.dump_python(schema, mode="json")
-    for f in data["fields"]:
-        # Sets as sorted lists, as rows always stored them: the same schema, the same JSON.
-        f["tags"].sort()
-        f["terms"].sort()
-    return data
-
-
-def _baseline_row(b: Baseline, schema_text: str) -> dict[str, Any]:
-    _require_aware("captured_at", b.captured_at)
-    return {
-        "model": b.model,
-        "dataset": b.dataset,
-        "schema_text": schema_text,
-        "source": b.source,
-        "captured_at": b.captured_at,
-    }
-
-
-def _schema_texts(baselines: Iterable[Baseline]) -> Iterator[str]:
-    """Each baseline's schema as JSON text, made once for a run of baselines sharing it."""
-    last: Schema | None = None
-    text = ""
-    for b in baselines:
-        if b.schema is not last:
-            last, text = b.schema, json.dumps(_schema_json(b.schema))
-        yield text
-
-
-_SCHEMA_TEXT: Final = cast(t.baselines.c.schema, Text).label("schema_text")
-"""A baseline's schema as the stored JSON text (PostgreSQL's ``json`` keeps it as written)."""
-
-
-def _raw(column: Column[Any]) -> ColumnElement[Any]:
-    """``column`` (a time) as the driver gives it, for :class:`_Times` to convert."""
-    return type_coerce(column, Text).label(column.name)
-
-
-class _Times:
-    """Stored instants as aware UTC datetimes, each distinct stored value converted once.
-
-    Rows repeat a few instants (a scan stamps everything it writes with its clock): a
-    second scan of an estate reads back 282,022 incidents with four times each, and
-    converting each value was a sixth of reading them (cProfile of 28,253: 0.39 of 2.2 s).
-    """
-
-    def __init__(self, dialect: Dialect) -> None:
-        self._known: dict[Any, datetime | None] = {None: None}
-        convert = t.UTCDateTime().dialect_impl(dialect)
-        self._convert = convert.result_processor(dialect, None)
-
-    def __call__(self, raw: Any) -> datetime | None:
-        if raw not in self._known:
-            self._known[raw] = self._convert(raw) if self._convert else raw
-        return self._known[raw]
-
-
-class _SharedRows:
-    """Baselines read back sharing what their rows repeat.
-
-    One schema per distinct stored text (held as the dataset's ``current`` one if equal),
-    one string per model and dataset urn, one timestamp per stored value: the rows of an
-    estate repeat all of them (a schema per dataset, a timestamp per scan).
-    """
-
-    def __init__(self, current: Mapping[Urn, Schema], dialect: Dialect) -> None:
-        self._current = current
-        self._decoded: dict[str, Schema] = {}
-        self._held: dict[tuple[str, Urn], Schema] = {}
-        self._urns: dict[str, str] = {}
-        self._times = _Times(dialect)
-
-    def baseline(self, model: str, dataset: str, text: str, source: Any, captured: Any) -> Baseline:
-        """The baseline of one row (its columns as selected by :meth:`SqlStore.baselines_of`)."""
-        model = self._urns.setdefault(model, model)
-        dataset = self._urns.setdefault(dataset, dataset)
-        at = self._times(captured)
-        if at is None:  # pragma: no cover - the column is NOT NULL
-            raise StoreError(f"a stored baseline has no capture time ({captured!r})")
-        return Baseline(model, dataset, self._schema(model, dataset, text), source, at)
-
-    def _schema(self, model: Urn, dataset: Urn, text: str) -> Schema:
-        held = self._held.get((text, dataset))
-        if held is None:
-            decoded = self._decoded.get(text)
-            if decoded is None:
-                try:
-                    decoded = self._decoded[text] = _SCHEMA.validate_python(json.loads(text))
-                except ValidationError as exc:
-                    raise StoreError(
-                        f"the stored baseline of {dataset} for {model} is unreadable "
-                        f"(schema {problems(exc)}); accept a new one with "
-                        "`mlcopilot baseline accept`"
-                    ) from exc
-            now = self._current.get(dataset)
-            held = self._held[(text, dataset)] = now if now == decoded else decoded
-        return held
-
-
-def _baseline_from(row: Row[Any]) -> Baseline:
-    m = row._mapping
-    try:
-        schema = _SCHEMA.validate_python(m["schema"])
-    except ValidationError as exc:
-        raise StoreError(
-            f"the stored baseline of {m['dataset']} for {m['model']} is unreadable "
-            f"(schema {problems(exc)}); accept a new one with `mlcopilot baseline accept`"
-        ) from exc
-    return Baseline(
-        model=m["model"],
-        dataset=m["dataset"],
-        schema=schema,
-        source=m["source"],
-        captured_at=m["captured_at"],
-    )
-
-
 def _profile_baseline_from(row: Row[Any]) -> ProfileBaseline:
     m = row._mapping
     raw = m["profile"]
@@ -1299,7 +1161,7 @@ def _profile_baseline_from(row: Row[Any]) -> ProfileBaseline:
 def _upsert_profile_baselines(conn: Connection, baselines: Sequence[ProfileBaseline]) -> None:
     rows: dict[tuple[Urn, Urn], dict[str, Any]] = {}
     for b in baselines:
-        _require_aware("captured_at", b.captured_at)
+        require_aware("captured_at", b.captured_at)
         rows[(b.model, b.dataset)] = {
             "model": b.model,
             "dataset": b.dataset,
@@ -1327,7 +1189,7 @@ def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:
     for name in ("opened_at", "updated_at", "resolved_at", "acknowledged_at"):
         value = getattr(inc, name)
         if value is not None:
-            _require_aware(name, value)
+            require_aware(name, value)
     return {
         "id": inc.id,
         "generation": inc.generation,
@@ -1442,7 +1304,7 @@ _NO_CONTENT: Final[Mapping[str, Any]] = {"message": "", "path": (), "evidence": 
 def _incident_columns(content: bool) -> list[Any]:
     """An incident's columns for :class:`_IncidentRows`: its times raw, its content if asked."""
     return [
-        _raw(c) if c.name in _TIMES else c
+        raw_time(c) if c.name in _TIMES else c
         for c in t.incidents.c
         if content or c.name not in _CONTENT
     ]
@@ -1453,7 +1315,7 @@ class _IncidentRows:
 
     def __init__(self, dialect: Dialect, *, content: bool) -> None:
         self._urns: dict[str, str] = {}
-        self._times = _Times(dialect)
+        self._times = Times(dialect)
         self._content = content
 
     def incident(self, row: Row[Any]) -> Incident:
@@ -1464,57 +1326,6 @@ class _IncidentRows:
         if not self._content:
             mapping.update(_NO_CONTENT)
         return incident_from_mapping(mapping, self._urns)
-
-
-def _upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
-    """Insert or replace ``baselines`` (the last one per model and dataset wins).
-
-    Written :data:`WRITE_CHUNK` rows a statement in dataset order, a schema encoded once for
-    the rows that share it in a row: a first scan of an estate saves a million baselines
-    sharing a hundred thousand schemas (the models sharing a dataset share its
-    :class:`Schema`). Encoding every row's up front was most of a stored scan's peak (1,000
-    models: 972 MB, 516 MB without it; ``benchmarks/RESULTS.md``).
-    """
-    latest = _last_per_pair(baselines)
-    if not latest:
-        return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(t.baselines).values(schema=_json_text("schema_text", conn.dialect))
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[t.baselines.c.model, t.baselines.c.dataset],
-        set_={
-            "schema": stmt.excluded.schema,
-            "source": stmt.excluded.source,
-            "captured_at": stmt.excluded.captured_at,
-        },
-    )
-    texts = _schema_texts(latest)
-    for part in chunks(latest, WRITE_CHUNK):
-        conn.execute(stmt, [_baseline_row(b, text) for b, text in zip(part, texts, strict=False)])
-
-
-def _last_per_pair(baselines: Sequence[Baseline]) -> list[Baseline]:
-    """The last of ``baselines`` per (model, dataset), in (dataset, model) order.
-
-    Sorted twice by one urn (stable sorts: the given order stays among equals) and kept where
-    the next one is another pair, rather than sorted or deduplicated by a (model, dataset)
-    key: that is a tuple per baseline, a million and more in a first scan of an estate.
-    """
-    ordered = sorted(baselines, key=attrgetter("model"))
-    ordered.sort(key=attrgetter("dataset"))
-    return [
-        b for b, after in pairwise(ordered) if after.dataset != b.dataset or after.model != b.model
-    ] + ordered[-1:]
-
-
-def _json_text(name: str, dialect: Dialect) -> ColumnElement[Any]:
-    """A bound parameter giving a JSON column text already encoded.
-
-    PostgreSQL's ``json`` takes text only through a cast; SQLite's column is text (a cast
-    there would be to a numeric affinity).
-    """
-    text = bindparam(name, type_=Text)
-    return cast(text, JSON) if dialect.name == "postgresql" else text
 
 
 def _latest(conn: Connection, incident_id: str, *, for_update: bool = False) -> Incident | None:

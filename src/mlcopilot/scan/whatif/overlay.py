@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from mlcopilot.model import Baseline, Edge, Lineage, Node, Schema, Urn, Write
+from mlcopilot.model import Baseline, CurrentSchemas, Edge, Lineage, Node, Schema, Urn, Write
 from mlcopilot.protocols import BatchedHistory, Catalog, LineagePrefetch, StateStore, WalkLimits
 
 
@@ -158,7 +158,7 @@ class BaselineView:
         return stored
 
     def baselines_of(
-        self, models: Sequence[Urn], *, current: Mapping[Urn, Schema] | None = None
+        self, models: Sequence[Urn], *, current: CurrentSchemas | None = None
     ) -> dict[Urn, list[Baseline]]:
         """:meth:`baselines` of each of ``models`` (``current`` as the store's, see there)."""
         found = self._inner.baselines_of(models, current=current)

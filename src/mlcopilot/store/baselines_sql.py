@@ -1,0 +1,269 @@
+"""Schema baselines in SQL: each distinct schema stored once, the baselines naming its digest.
+
+An estate's models share their upstream datasets: the estate of 10,000 models over 100,000
+datasets keeps 1.45 million baselines of about a hundred thousand schemas. Stored in every
+row, a first scan wrote 1.4 GB of the same JSON and a second scan fetched all of it back.
+Now a baseline is a short row naming its schema's digest (:func:`~mlcopilot.model.schema_digest`),
+and a read of stored baselines hands over the scan's current schemas: a stored digest equal
+to its dataset's current one is that very schema, neither fetched nor decoded; only the
+others' texts are read, each distinct one once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from itertools import pairwise
+from operator import attrgetter
+from typing import Any, Final
+
+from pydantic import TypeAdapter, ValidationError
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    Connection,
+    Row,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
+
+from mlcopilot.errors import StoreError
+from mlcopilot.incidents.payload import problems
+from mlcopilot.model import Baseline, CurrentSchemas, Schema, Urn, schema_digest, schema_text
+from mlcopilot.store import schema as t
+from mlcopilot.store.chunks import WRITE_CHUNK, chunks
+from mlcopilot.store.rows import Times, raw_time, require_aware
+
+_SCHEMA: Final = TypeAdapter(Schema)
+_NONE: Final = CurrentSchemas({})
+
+
+def select_baselines() -> Select[Any]:
+    """Baselines with their schemas, for reads of a few (:func:`baseline_from` each row)."""
+    b, s = t.baselines, t.baseline_schemas
+    return select(b.c.model, b.c.dataset, s.c.schema, b.c.source, b.c.captured_at).join_from(
+        b, s, b.c.schema_digest == s.c.digest
+    )
+
+
+def baseline_from(row: Row[Any]) -> Baseline:
+    """The baseline of a row selected by :func:`select_baselines`."""
+    m = row._mapping
+    return Baseline(
+        model=m["model"],
+        dataset=m["dataset"],
+        schema=_decoded(m["schema"], m["dataset"], m["model"]),
+        source=m["source"],
+        captured_at=m["captured_at"],
+    )
+
+
+def read_baselines(
+    conn: Connection, models: Sequence[Urn], current: CurrentSchemas | None
+) -> dict[Urn, list[Baseline]]:
+    """The stored baselines of each of ``models`` (every one a key), by dataset.
+
+    A statement per chunk of models for the rows, then one per chunk of the digests that are
+    neither a dataset's current schema nor already read.
+    """
+    b = t.baselines
+    found: dict[Urn, list[Baseline]] = {model: [] for model in models}
+    stored = _StoredBaselines(conn, current or _NONE)
+    columns = (b.c.model, b.c.dataset, b.c.schema_digest, b.c.source, raw_time(b.c.captured_at))
+    for chunk in chunks(list(found)):
+        query = select(*columns).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
+        for baseline in stored.read(conn.execute(query).all()):
+            found[baseline.model].append(baseline)
+    return found
+
+
+class _StoredBaselines:
+    """Baselines read back sharing what their rows repeat.
+
+    One schema per digest (the dataset's current one when the digests are equal, or when
+    the decoded schemas are: a text stored by an older version may be written differently),
+    one string per model and dataset urn, one timestamp per stored value.
+    """
+
+    def __init__(self, conn: Connection, current: CurrentSchemas) -> None:
+        self._conn = conn
+        self._current = current
+        self._decoded: dict[str, Schema] = {}
+        self._held: dict[tuple[str, Urn], Schema] = {}
+        self._urns: dict[str, str] = {}
+        self._times = Times(conn.dialect)
+
+    def read(self, rows: Sequence[Sequence[Any]]) -> Iterator[Baseline]:
+        """The baselines of ``rows`` (model, dataset, digest, source, raw capture time)."""
+        self._fetch(rows)
+        share = self._urns.setdefault
+        for model, dataset, digest, source, captured in rows:
+            model, dataset = share(model, model), share(dataset, dataset)
+            at = self._times(captured)
+            if at is None:  # pragma: no cover - the column is NOT NULL
+                raise StoreError(f"a stored baseline has no capture time ({captured!r})")
+            yield Baseline(model, dataset, self._schema(dataset, digest), source, at)
+
+    def _schema(self, dataset: Urn, digest: str) -> Schema:
+        if self._current.digest(dataset) == digest:
+            now = self._current.get(dataset)
+            assert now is not None  # it has a digest
+            return now
+        held = self._held.get((digest, dataset))
+        if held is None:
+            decoded = self._decoded[digest]
+            now = self._current.get(dataset)
+            held = self._held[(digest, dataset)] = now if now == decoded else decoded
+        return held
+
+    def _fetch(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Read and decode the schemas ``rows`` name that are not their datasets' current."""
+        wanted: dict[str, tuple[Urn, Urn]] = {}
+        digest_of = self._current.digest
+        for model, dataset, digest, *_ in rows:
+            if digest not in self._decoded and digest_of(dataset) != digest:
+                wanted.setdefault(digest, (dataset, model))
+        s = t.baseline_schemas
+        text = cast(s.c.schema, Text)  # decoded here: PostgreSQL's json keeps it as written
+        for chunk in chunks(list(wanted)):
+            for digest, stored in self._conn.execute(
+                select(s.c.digest, text).where(s.c.digest.in_(chunk))
+            ):
+                dataset, model = wanted[digest]
+                self._decoded[digest] = _decoded(stored, dataset, model)
+        if missing := wanted.keys() - self._decoded.keys():  # pragma: no cover - a foreign key
+            raise StoreError(f"stored baselines name schemas not stored: {sorted(missing)}")
+
+
+def _decoded(stored: Any, dataset: Urn, model: Urn) -> Schema:
+    """A stored schema (its JSON text, or the JSON the driver decoded) as a :class:`Schema`."""
+    try:
+        return _SCHEMA.validate_python(json.loads(stored) if isinstance(stored, str) else stored)
+    except (ValueError, ValidationError) as exc:
+        why = problems(exc) if isinstance(exc, ValidationError) else f"not JSON: {exc}"
+        raise StoreError(
+            f"the stored baseline of {dataset} for {model} is unreadable (schema {why}); "
+            "accept a new one with `mlcopilot baseline accept`"
+        ) from exc
+
+
+def upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
+    """Insert or replace ``baselines`` (the last one per model and dataset wins).
+
+    Written :data:`WRITE_CHUNK` rows a statement in dataset order, each schema encoded and
+    stored once for the rows that share it in a row (the models sharing a dataset share its
+    :class:`Schema`).
+    """
+    latest = _last_per_pair(baselines)
+    if not latest:
+        return
+    stmt = _insert(conn, t.baselines)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[t.baselines.c.model, t.baselines.c.dataset],
+        set_={
+            "schema_digest": stmt.excluded.schema_digest,
+            "source": stmt.excluded.source,
+            "captured_at": stmt.excluded.captured_at,
+        },
+    )
+    digests = _store_schemas(conn, latest)
+    for start in range(0, len(latest), WRITE_CHUNK):
+        end = start + WRITE_CHUNK
+        part = zip(latest[start:end], digests[start:end], strict=True)
+        conn.execute(stmt, [_row(b, digest) for b, digest in part])
+
+
+def _row(b: Baseline, digest: str) -> dict[str, Any]:
+    require_aware("captured_at", b.captured_at)
+    return {
+        "model": b.model,
+        "dataset": b.dataset,
+        "schema_digest": digest,
+        "source": b.source,
+        "captured_at": b.captured_at,
+    }
+
+
+def _store_schemas(conn: Connection, baselines: Sequence[Baseline]) -> list[str]:
+    """Each baseline's schema digest, storing each schema first (unless it already is).
+
+    A schema is encoded once for a run of baselines holding it; the new ones are written
+    :data:`WRITE_CHUNK` a statement, before the baselines naming them.
+    """
+    s = t.baseline_schemas
+    stmt = _insert(conn, s).values(schema=_json_text("text", conn.dialect))
+    stmt = stmt.on_conflict_do_nothing(index_elements=[s.c.digest])
+    seen: set[str] = set()
+    last: Schema | None = None
+    digest = ""
+    digests: list[str] = []
+    new: list[dict[str, str]] = []
+    for b in baselines:
+        if b.schema is not last:
+            last, text = b.schema, schema_text(b.schema)
+            digest = schema_digest(text)
+            if digest not in seen:
+                seen.add(digest)
+                new.append({"digest": digest, "text": text})
+                if len(new) == WRITE_CHUNK:
+                    conn.execute(stmt, new)
+                    new = []
+        digests.append(digest)
+    if new:
+        conn.execute(stmt, new)
+    return digests
+
+
+def replaced_digests(conn: Connection, baselines: Sequence[Baseline]) -> set[str]:
+    """The digests the stored baselines of ``baselines``' (model, dataset) pairs name now."""
+    b = t.baselines
+    pairs = {(x.model, x.dataset) for x in baselines}
+    found: set[str] = set()
+    for chunk in chunks(sorted({model for model, _ in pairs})):
+        query = select(b.c.model, b.c.dataset, b.c.schema_digest).where(b.c.model.in_(chunk))
+        rows = conn.execute(query)
+        found.update(digest for model, dataset, digest in rows if (model, dataset) in pairs)
+    return found
+
+
+def drop_unused_schemas(conn: Connection, digests: set[str]) -> None:
+    """Delete those of ``digests``' schemas that no baseline names any more."""
+    b, s = t.baselines, t.baseline_schemas
+    for chunk in chunks(sorted(digests)):
+        used = select(b.c.schema_digest).where(b.c.schema_digest.in_(chunk))
+        conn.execute(delete(s).where(s.c.digest.in_(chunk), s.c.digest.not_in(used)))
+
+
+def _insert(conn: Connection, table: Any) -> Any:
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)
+
+
+def _last_per_pair(baselines: Sequence[Baseline]) -> list[Baseline]:
+    """The last of ``baselines`` per (model, dataset), in (dataset, model) order.
+
+    Sorted twice by one urn (stable sorts: the given order stays among equals) and kept where
+    the next one is another pair, rather than sorted or deduplicated by a (model, dataset)
+    key: that is a tuple per baseline, a million and more in a first scan of an estate.
+    """
+    ordered = sorted(baselines, key=attrgetter("model"))
+    ordered.sort(key=attrgetter("dataset"))
+    return [
+        b for b, after in pairwise(ordered) if after.dataset != b.dataset or after.model != b.model
+    ] + ordered[-1:]
+
+
+def _json_text(name: str, dialect: Dialect) -> ColumnElement[Any]:
+    """A bound parameter giving a JSON column text already encoded.
+
+    PostgreSQL's ``json`` takes text only through a cast; SQLite's column is text (a cast
+    there would be to a numeric affinity).
+    """
+    text = bindparam(name, type_=Text)
+    return cast(text, JSON) if dialect.name == "postgresql" else text
