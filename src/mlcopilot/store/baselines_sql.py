@@ -42,6 +42,9 @@ from mlcopilot.store.rows import Times, raw_time, require_aware
 
 _SCHEMA: Final = TypeAdapter(Schema)
 _NONE: Final = CurrentSchemas({})
+_MODELS_A_READ: Final = 50
+"""Models whose baseline rows are held at once, to find which schemas to read: an estate's
+model has about 150 (500 models' rows held at once were 33 MB of a second scan's walk)."""
 
 
 def select_baselines() -> Select[Any]:
@@ -69,14 +72,14 @@ def read_baselines(
 ) -> dict[Urn, list[Baseline]]:
     """The stored baselines of each of ``models`` (every one a key), by dataset.
 
-    A statement per chunk of models for the rows, then one per chunk of the digests that are
-    neither a dataset's current schema nor already read.
+    A statement per :data:`_MODELS_A_READ` models for the rows, then one per chunk of the
+    digests that are neither a dataset's current schema nor already read.
     """
     b = t.baselines
     found: dict[Urn, list[Baseline]] = {model: [] for model in models}
     stored = _StoredBaselines(conn, current or _NONE)
     columns = (b.c.model, b.c.dataset, b.c.schema_digest, b.c.source, raw_time(b.c.captured_at))
-    for chunk in chunks(list(found)):
+    for chunk in chunks(list(found), _MODELS_A_READ):
         query = select(*columns).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
         for baseline in stored.read(conn.execute(query).all()):
             found[baseline.model].append(baseline)
