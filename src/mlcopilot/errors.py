@@ -4,6 +4,7 @@
 
     MlCopilotError                 exit 2 unless said otherwise
     ├── UsageError                 bad flags, malformed URN, unknown model
+    │   └── ClockBehind            a scan's clock earlier than the last committed scan's
     ├── ConfigError                a configuration file or value that cannot be used
     ├── InputError                 a metadata file that is not DataHub JSON (MCPs / MCEs)
     ├── CatalogError               the catalog answered, but not with something usable
@@ -29,6 +30,10 @@ class MlCopilotError(Exception):
 
 class UsageError(MlCopilotError):
     """A command-line argument that cannot be used (bad URN, unknown model, bad flag value)."""
+
+
+class ClockBehind(UsageError):
+    """A scan's clock earlier than the last committed scan's: refused before it reads anything."""
 
 
 class ConfigError(MlCopilotError):

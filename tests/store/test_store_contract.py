@@ -11,7 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, func, insert, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from mlcopilot.errors import StoreError, UsageError
+from mlcopilot.errors import ClockBehind, StoreError, UsageError
 from mlcopilot.incidents.lifecycle import CLEARED, reconcile
 from mlcopilot.model import (
     Baseline,
@@ -26,7 +26,7 @@ from mlcopilot.model import (
     SchemaField,
     Severity,
 )
-from mlcopilot.scan.selection import check_clock, clock_for
+from mlcopilot.scan.selection import check_clock, clock_for, on_shared_clock
 from mlcopilot.store import SqlStore, StoreConflict, open_store
 from mlcopilot.store import schema as tables
 
@@ -748,3 +748,30 @@ def test_a_scan_clock_is_never_behind_the_last_recorded_scan(store: SqlStore) ->
     check_clock(store, taken)  # not refused
     with pytest.raises(UsageError, match="earlier than the last committed scan"):
         check_clock(store, datetime.now(UTC))  # what the system clock alone would have given
+
+
+def test_a_shared_scan_refused_by_a_commit_in_between_starts_again_on_a_fresh_clock(
+    store: SqlStore,
+) -> None:
+    """Another scanner commits a later scan between the clock's read and the scan's check."""
+    started: list[datetime] = []
+
+    def shared_scan(now: datetime) -> datetime:
+        started.append(now)
+        if len(started) == 1:
+            scan(store, [finding()], now + timedelta(seconds=5))  # the other one's, committed
+        check_clock(store, now)  # what a scan does first
+        return now
+
+    ran_at = on_shared_clock(store, shared_scan)
+    assert len(started) == 2
+    assert ran_at == started[1] >= started[0] + timedelta(seconds=5)
+
+    # A store whose scans keep moving ahead of every clock taken: the refusal stands.
+    def always_behind(now: datetime) -> datetime:
+        scan(store, [finding()], max(now, store.last_scan_at() or now) + timedelta(seconds=5))
+        check_clock(store, now)
+        return now
+
+    with pytest.raises(ClockBehind, match="earlier than the last committed scan"):
+        on_shared_clock(store, always_behind)

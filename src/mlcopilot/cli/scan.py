@@ -40,6 +40,8 @@ from mlcopilot.model import Severity
 from mlcopilot.text.wording import count
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from rich.console import Console
 
     from mlcopilot.clock import Clock
@@ -670,7 +672,7 @@ def _shared_scan(
     """
     from dataclasses import replace
 
-    from mlcopilot.scan.selection import clock_for
+    from mlcopilot.scan.selection import on_shared_clock
     from mlcopilot.scan.shared import merged, owner_name, run_shared
     from mlcopilot.scan.wiring import open_state
 
@@ -679,10 +681,13 @@ def _shared_scan(
     def scan_batch(models: Sequence[str]) -> ScanResult:
         # The clock of the moment: another process may have recorded a batch meanwhile, and a
         # scan never runs on a clock earlier than the last one recorded.
-        batch = replace(options, now=clock_for(store), models=tuple(models))
-        return service.scan(
-            catalog, store, batch, deliver=False, progress=progress, steps=interrupts.step
-        )
+        def scan_at(now: datetime) -> ScanResult:
+            batch = replace(options, now=now, models=tuple(models))
+            return service.scan(
+                catalog, store, batch, deliver=False, progress=progress, steps=interrupts.step
+            )
+
+        return on_shared_clock(store, scan_at)
 
     run = run_shared(
         store,

@@ -8,10 +8,11 @@ holds entities but no model. A clock earlier than the last committed scan is ref
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
-from mlcopilot.errors import CatalogError, UsageError
+from mlcopilot.errors import CatalogError, ClockBehind, UsageError
 from mlcopilot.model import Urn
 from mlcopilot.protocols import Catalog, EntityCensus, StateStore
 from mlcopilot.text.names import short_name
@@ -27,7 +28,7 @@ def check_clock(store: StateStore, now: datetime) -> None:
     """
     last = store.last_scan_at()
     if last is not None and now < last:
-        raise UsageError(
+        raise ClockBehind(
             f"--now {_instant(now)} is earlier than the last committed scan "
             f"({_instant(last)}) in the state database: scans move forward in time; use a "
             "later --now (or none), or another --state-url"
@@ -39,11 +40,34 @@ def clock_for(store: StateStore) -> datetime:
 
     Another scanner or watcher that read its clock a few milliseconds later may commit
     first, and :func:`check_clock` would refuse this scan (seen in a clean-clone run of two
-    shared scans, 8 ms apart). What is left is the moment between this read and the check.
+    shared scans, 8 ms apart). What is left is the moment between this read and the check:
+    :func:`on_shared_clock` takes a fresh clock then.
     """
     now = datetime.now(UTC)
     last = store.last_scan_at()
     return max(now, last) if last is not None else now
+
+
+T = TypeVar("T")
+
+SHARED_CLOCK_ATTEMPTS = 3
+"""Scans a shared batch starts on a fresh clock, each refused only by another's commit."""
+
+
+def on_shared_clock(store: StateStore, scan: Callable[[datetime], T]) -> T:
+    """``scan`` on :func:`clock_for`'s clock, again on a fresh one if it was refused.
+
+    Refused means another process committed a later scan between the clock's read and the
+    scan's own check (:class:`ClockBehind`), which comes before the scan reads or writes
+    anything, so starting again is safe. After :data:`SHARED_CLOCK_ATTEMPTS` the refusal
+    stands (the clocks of the processes sharing the store would be far apart).
+    """
+    for _ in range(SHARED_CLOCK_ATTEMPTS - 1):
+        try:
+            return scan(clock_for(store))
+        except ClockBehind:
+            continue
+    return scan(clock_for(store))
 
 
 def _instant(when: datetime) -> str:

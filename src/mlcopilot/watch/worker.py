@@ -45,6 +45,7 @@ from mlcopilot.settings import Settings
 from mlcopilot.watch.relays import RelayProcess
 
 if TYPE_CHECKING:
+    from mlcopilot.scan import ScanResult
     from mlcopilot.service import Service
 
 log = logging.getLogger("mlcopilot.watch")
@@ -270,7 +271,7 @@ class Worker:
         now: datetime,
     ) -> None:
         from mlcopilot.scan import ScanOptions
-        from mlcopilot.scan.selection import clock_for
+        from mlcopilot.scan.selection import on_shared_clock
 
         full = [r for r in claimed if r.model == ALL_MODELS]
         if full:
@@ -285,9 +286,12 @@ class Worker:
         if models:
             # The clock is read now, not at the claim: another watcher's scan may have been
             # committed meanwhile, and a scan never runs on a clock earlier than the last one's.
-            options = ScanOptions(now=clock_for(store), models=models, limits=self._options.limits)
-            # Committed as outbox rows; the relay processes deliver them (woken below).
-            result = service.scan(catalog, store, options, clock=SystemClock(), deliver=False)
+            def scan_at(now: datetime) -> ScanResult:
+                options = ScanOptions(now=now, models=models, limits=self._options.limits)
+                # Committed as outbox rows; the relay processes deliver them (woken below).
+                return service.scan(catalog, store, options, clock=SystemClock(), deliver=False)
+
+            result = on_shared_clock(store, scan_at)
             self._index.update(report.lineage for report in result.models)
             self.scans += 1
             self.batches += sum(1 for r in claimed if r.is_batch)
