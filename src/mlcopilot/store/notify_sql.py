@@ -116,7 +116,7 @@ def plan(
     }
     known = _stored_groups_of(conn, [*changes.updated, *changes.resolved])
     # Only the groups these changes touch are read (and locked): never the whole store's.
-    keys = sorted({key for key, _, _ in opening.values()} | {key for key, _ in known.values()})
+    keys = sorted({key for key, _, _ in opening.values()} | {key for key, _ in known})
     stored_open = _open_groups(conn, keys, lock=lock)
     next_generation = _max_generations(conn, keys)
     touched: dict[tuple[str, int], tuple[str, Urn]] = {}
@@ -125,7 +125,7 @@ def plan(
         generation = group.generation if group else next_generation.get(key, 0) + 1
         result.assignments[incident_key] = (key, generation)
         touched[(key, generation)] = (check, entity)
-    for key, generation in known.values():
+    for key, generation in known:
         group = stored_open.get(key)
         if group is not None and group.generation == generation:
             touched[(key, generation)] = (group.check, group.entity)
@@ -313,22 +313,26 @@ def _max_generations(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def _stored_groups_of(
-    conn: Connection, incidents: Sequence[Incident]
-) -> dict[tuple[str, int], tuple[str, int]]:
+def _stored_groups_of(conn: Connection, incidents: Sequence[Incident]) -> set[tuple[str, int]]:
+    """The stored groups, as (key, generation), that these generations of ``incidents`` are in.
+
+    The groups only, not each incident's: a second scan of an estate refreshes 282,022
+    incidents in 14,378 groups, and a map from each incident to its group held a fresh key
+    string and two tuples per incident while the notifications were planned.
+    """
     if not incidents:
-        return {}
+        return set()
     i = t.incidents
     wanted = {(inc.id, inc.generation) for inc in incidents}
     ids = sorted({inc.id for inc in incidents})
-    found: dict[tuple[str, int], tuple[str, int]] = {}
+    found: set[tuple[str, int]] = set()
     for chunk in chunks(ids):
         query = select(i.c.id, i.c.generation, i.c.group_key, i.c.group_generation).where(
             i.c.id.in_(chunk), i.c.group_key.is_not(None)
         )
         for incident_id, generation, key, group_generation in conn.execute(query):
             if (incident_id, generation) in wanted:
-                found[(incident_id, generation)] = (key, int(group_generation))
+                found.add((key, int(group_generation)))
     return found
 
 
