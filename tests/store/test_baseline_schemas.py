@@ -9,30 +9,17 @@ baselines unchanged, and downgrades back.
 from __future__ import annotations
 
 import re
-from importlib import resources
 
 import pytest
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, text
 
 from mlcopilot.errors import StoreError
 from mlcopilot.model import Baseline, CurrentSchemas, Schema, SchemaField
 from mlcopilot.store import SqlStore, open_store
+from testing.migrations import migrate
 from tests.store.test_store_contract import DS, DS2, MODEL, ODD_FIELDS, OTHER_MODEL, T0, T1, count
 
 ID = Schema(fields=(SchemaField(path="id", type="NUMBER"),))
-
-
-def _migrate(url: str, revision: str, *, down: bool = False) -> None:
-    engine = create_engine(url)
-    with resources.as_file(resources.files("mlcopilot.store") / "migrations") as location:
-        cfg = Config()
-        cfg.set_main_option("script_location", str(location))
-        with engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            (command.downgrade if down else command.upgrade)(cfg, revision)
-    engine.dispose()
 
 
 def test_models_sharing_a_dataset_store_its_schema_once(store: SqlStore, raw: Engine) -> None:
@@ -97,7 +84,7 @@ def test_accepting_a_baseline_lets_go_of_the_schema_no_baseline_names(
 
 
 def test_a_0007_database_upgrades_with_its_baselines_and_downgrades_back(store_url: str) -> None:
-    _migrate(store_url, "0007")
+    migrate(store_url, "0007")
     # As 0007's store wrote them: the schema in each row, an older text (keys in another
     # order) for one of them.
     canonical = (
@@ -129,7 +116,7 @@ def test_a_0007_database_upgrades_with_its_baselines_and_downgrades_back(store_u
         assert all(b.schema is ID for bs in found.values() for b in bs)
     assert count(engine, "baseline_schemas") == 2
 
-    _migrate(store_url, "0007", down=True)
+    migrate(store_url, "0007", down=True)
     with engine.connect() as conn:
         back = conn.execute(
             text(

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, insert, text
 
 from mlcopilot.incidents.lifecycle import reconcile
@@ -23,6 +21,7 @@ from mlcopilot.incidents.payload import (
 from mlcopilot.model import Finding, OutboxItem, Severity, SinkName
 from mlcopilot.store import SqlStore, StoreConflict, open_store
 from mlcopilot.store import schema as tables
+from testing.migrations import migrate
 from tests.store.test_store_contract import DS, EVERYTHING, MODEL, count, finding
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -286,15 +285,8 @@ def test_concurrent_relays_never_claim_the_same_row(store_url: str, batch: int) 
 
 
 def test_upgrading_a_0001_database_keeps_its_incidents(store_url: str) -> None:
-    from importlib import resources
-
+    migrate(store_url, "0001")
     engine = create_engine(store_url)
-    with resources.as_file(resources.files("mlcopilot.store") / "migrations") as location:
-        cfg = Config()
-        cfg.set_main_option("script_location", str(location))
-        with engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "0001")
     with engine.begin() as conn:
         conn.execute(
             text(
