@@ -2,7 +2,8 @@
 
 The store keeps each distinct baseline schema once, under the digest of its text, and a
 baseline names the digest: an estate's models share their upstream datasets, so a million
-baselines hold about a hundred thousand schemas. A scan hands the store the datasets'
+baselines over a hundred thousand datasets hold at most a hundred thousand schemas (fewer
+where datasets share a shape). A scan hands the store the datasets'
 current schemas (:class:`CurrentSchemas`); a stored baseline whose digest is its dataset's
 current one is that schema, read back without fetching or decoding its text.
 """

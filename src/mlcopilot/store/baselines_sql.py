@@ -1,8 +1,9 @@
 """Schema baselines in SQL: each distinct schema stored once, the baselines naming its digest.
 
 An estate's models share their upstream datasets: the estate of 10,000 models over 100,000
-datasets keeps 1.45 million baselines of about a hundred thousand schemas. Stored in every
-row, a first scan wrote 1.4 GB of the same JSON and a second scan fetched all of it back.
+datasets keeps 1.45 million baselines of at most 100,000 schemas (one a dataset; fewer
+where datasets share a shape). Stored in every row, a first scan wrote 1.4 GB of JSON,
+mostly repeated, and a second scan fetched all of it back.
 Now a baseline is a short row naming its schema's digest (:func:`~mlcopilot.model.schema_digest`),
 and a read of stored baselines hands over the scan's current schemas: a stored digest equal
 to its dataset's current one is that very schema, neither fetched nor decoded; only the

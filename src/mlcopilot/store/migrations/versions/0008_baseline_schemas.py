@@ -1,7 +1,7 @@
 """Baseline schemas stored once: ``baseline_schemas`` by digest, ``baselines.schema_digest``.
 
 The models sharing a dataset store the same schema for it: the estate of 10,000 models over
-100,000 datasets kept 1.45 million copies of about 100,000 schemas (1.4 GB of JSON written
+100,000 datasets kept 1.45 million copies of at most 100,000 schemas (1.4 GB of JSON written
 by a first scan, all fetched back by the next). Each distinct schema text is now kept once,
 under its digest (``mlcopilot.model.schema_digest``, computed here on the text as stored),
 and a baseline names it.
