@@ -39,6 +39,7 @@ from tests.checks.conftest import MakeNode
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
+OTHER_MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,ltv,PROD)"
 DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.events,PROD)"
 FEATURE = "urn:li:mlFeature:(customer_features,tenure_days)"
 
@@ -229,6 +230,36 @@ def test_evidence(make_node: MakeNode) -> None:
         "overdue_since": "2026-11-29T05:57:36+00:00",
         "sla_source": "structured property io.mlcopilot.freshnessSlaHours",
     }
+
+
+def test_the_models_a_stale_dataset_feeds_share_its_message_and_evidence(
+    make_node: MakeNode,
+) -> None:
+    """One copy per dataset, not per model: an estate's models share their upstream."""
+    check = StaleSource(StaleSourceConfig())
+    node = make_node(DATASET, properties(), sla_property(24.0), operation(30.04))
+    other = make_node(
+        "urn:li:dataset:(urn:li:dataPlatform:hive,raw.other,PROD)",
+        properties(),
+        sla_property(24.0),
+        operation(30.04),
+    )
+    ltv = replace(context(make_node), model=make_node(OTHER_MODEL, MLModelPropertiesClass()))
+    later = replace(context(make_node), now=NOW + timedelta(days=3))
+
+    (first,) = check.run(node, context(make_node)).findings
+    (second,) = check.run(node, ltv).findings
+    (third,) = check.run(node, later).findings
+    (elsewhere,) = check.run(other, context(make_node)).findings
+
+    assert second.model != first.model
+    assert second.message is first.message
+    assert second.evidence is first.evidence
+    assert third.message is first.message
+    assert third.severity != first.severity
+    assert elsewhere.evidence == first.evidence
+    assert elsewhere.evidence is not first.evidence
+    assert elsewhere.entity != first.entity
 
 
 def test_default_sla_must_be_positive() -> None:
