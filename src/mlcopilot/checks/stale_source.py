@@ -49,9 +49,9 @@ _ASSERTION_SEVERITY = {"HIGH": Severity.HIGH, "MEDIUM": Severity.MEDIUM, "LOW": 
 
 
 _NOTHING = CheckOutcome()
+"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
 _SAID_KEPT = 100_000
 """Stale datasets whose message and evidence a check keeps to share (then it starts over)."""
-"""Nothing found, nothing unknown: one object for every node a check has nothing on."""
 
 
 class FreshnessRule(PluginConfig):
