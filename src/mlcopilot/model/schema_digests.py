@@ -10,34 +10,33 @@ current one is that schema, read back without fetching or decoding its text.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
+from typing import Any
 
-from mlcopilot.model.catalog import Schema, Urn
+from mlcopilot.model.catalog import Schema, SchemaField, Urn
+
+_COLUMN_ATTRIBUTES = tuple(f.name for f in dataclasses.fields(SchemaField))
+"""A column's attributes in declared order: what its JSON holds, a new one included."""
 
 
 def schema_text(schema: Schema) -> str:
-    """``schema`` as the JSON text the store keeps: its fields in order, tags and terms sorted.
+    """``schema`` as the JSON text the store keeps: each column's attributes in order.
 
-    The same schema always gives the same text, so equal schemas share one digest.
+    Sets (tags, terms) are sorted lists: the same schema always gives the same text, so
+    equal schemas share one digest.
     """
-    return json.dumps(
-        {
-            "fields": [
-                {
-                    "path": f.path,
-                    "type": f.type,
-                    "native_type": f.native_type,
-                    "description": f.description,
-                    "position": f.position,
-                    "tags": sorted(f.tags),
-                    "terms": sorted(f.terms),
-                }
-                for f in schema.fields
-            ]
-        }
-    )
+    return json.dumps({"fields": [_column(f) for f in schema.fields]})
+
+
+def _column(field: SchemaField) -> dict[str, Any]:
+    return {name: _plain(getattr(field, name)) for name in _COLUMN_ATTRIBUTES}
+
+
+def _plain(value: Any) -> Any:
+    return sorted(value) if isinstance(value, frozenset) else value
 
 
 def schema_digest(text: str) -> str:
