@@ -217,6 +217,21 @@ def test_refresh_takes_the_new_text_and_keeps_history() -> None:
     assert (after.acknowledged_by, after.acknowledged_at) == ("ana", T0)
 
 
+def test_refresh_keeps_every_field_it_does_not_take_from_the_finding() -> None:
+    """A field added to Incident later is kept through a refresh, not left at its default."""
+    refreshed = {"severity", "change", "previous_field", "message", "path", "evidence"}
+    for state in (OPEN, ACK):
+        before = stored(F, state)
+        (after,) = reconcile([before], [LOUDER], evaluated=everything, now=NOW).updated
+        for name in (f.name for f in dataclasses.fields(Incident)):
+            expected = (
+                NOW
+                if name == "updated_at"
+                else getattr(LOUDER if name in refreshed else before, name)
+            )
+            assert getattr(after, name) == expected, name
+
+
 def test_recurrence_starts_clean() -> None:
     (again,) = reconcile([stored(F, RESOLVED)], [F], evaluated=everything, now=NOW).opened
     assert (again.opened_at, again.resolved_at, again.resolution) == (NOW, None, None)

@@ -7,6 +7,7 @@ stays while any model has an open incident of that kind there.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -184,3 +185,63 @@ def test_a_scan_reads_whole_only_the_incidents_it_does_not_refresh(tmp_path: Pat
     # The first scan had nothing stored; the second and third read only phone's whole (the
     # one resolved, then the one recurring): never email's, which each refreshed.
     assert light_reads == [[resolved.id], [resolved.id]]
+
+
+class _ChangedAfterReadAhead:
+    """The real store; right after the scan's early read of incidents, a person acts on one.
+
+    ``act`` runs on the real store once that read has returned: what another process does
+    while the scan is still walking. The reads without content are recorded by thread.
+    """
+
+    def __init__(self, store: SqlStore, act: Any) -> None:
+        self._store = store
+        self._act = act
+        self.light_reads: list[str] = []
+
+    def incidents(self, **filters: Any) -> list[Incident]:
+        found = self._store.incidents(**filters)
+        if filters.get("content") is False:
+            self.light_reads.append(threading.current_thread().name)
+            if len(self.light_reads) == 1:
+                self._act(self._store)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_the_incidents_read_during_the_walk_are_used_when_nothing_changed(
+    tmp_path: Path,
+) -> None:
+    with world(tmp_path) as w, w.store() as real:
+        w.script = {"pii_exposure": {CUSTOMERS: [("email", Severity.HIGH, None)]}}
+        w.scan()
+        w.clock.sleep(60)
+        store = _ChangedAfterReadAhead(real, act=lambda _store: None)
+        result = w.scan(store=cast(SqlStore, store))
+    assert [i.field for i in result.changes.updated] == ["email"]
+    # One read, made on the read-ahead thread: none after the walk.
+    assert [name.startswith("mlcopilot-read-ahead") for name in store.light_reads] == [True]
+
+
+def test_an_incident_acknowledged_during_the_walk_is_reconciled_as_acknowledged(
+    tmp_path: Path,
+) -> None:
+    """The early read is checked once the walk is done: a change made meanwhile is read."""
+    with world(tmp_path) as w, w.store() as real:
+        w.script = {"pii_exposure": {CUSTOMERS: [("email", Severity.HIGH, None)]}}
+        (opened,) = w.scan().changes.opened
+        w.clock.sleep(60)
+
+        def acknowledge(s: SqlStore) -> None:
+            s.acknowledge(opened.id, by="ana", at=w.clock.now())
+
+        store = _ChangedAfterReadAhead(real, act=acknowledge)
+        result = w.scan(store=cast(SqlStore, store))
+        (refreshed,) = result.changes.updated
+        assert (refreshed.state, refreshed.acknowledged_by) == (IncidentState.ACKNOWLEDGED, "ana")
+        assert real.incidents()[0].state is IncidentState.ACKNOWLEDGED
+    # Read early, found changed, read again after the walk.
+    assert len(store.light_reads) == 2
+    assert not store.light_reads[1].startswith("mlcopilot-read-ahead")

@@ -444,6 +444,29 @@ def test_incidents_filter_by_model_and_state_newest_first(store: SqlStore) -> No
     assert store.incidents(models=["urn:li:mlModel:nope"]) == []
 
 
+def test_incident_states_are_each_latest_generation_and_its_state(store: SqlStore) -> None:
+    """What a scan checks its early read against: a change of state or generation shows."""
+    a, b, c = finding("a"), finding("b"), finding("c", model=OTHER_MODEL)
+    scan(store, [a, b, c], T0)
+    store.acknowledge(a.id, by="ana", at=T1)
+    scan(store, [a], T2)  # b resolved
+    scan(store, [a, b], T3)  # b recurs: generation 2
+    assert store.incident_states([MODEL]) == {
+        a.id: (1, IncidentState.ACKNOWLEDGED),
+        b.id: (2, IncidentState.OPEN),
+    }
+    assert store.incident_states([MODEL]) == {
+        i.id: (i.generation, i.state) for i in store.incidents(models=[MODEL], content=False)
+    }
+    assert store.incident_states(["urn:li:mlModel:nope"]) == {}
+
+
+def test_a_store_read_from_another_thread_unless_in_memory(store: SqlStore) -> None:
+    assert store.reads_concurrently
+    with open_store("sqlite://") as memory:
+        assert not memory.reads_concurrently
+
+
 def test_acknowledge_then_resolve_by_hand(store: SqlStore) -> None:
     f = finding()
     scan(store, [f], T0)

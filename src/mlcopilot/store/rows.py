@@ -16,6 +16,11 @@ _STATES = {state.value: state for state in IncidentState}
 _SEVERITIES = {severity.value: severity for severity in Severity}
 
 
+def incident_state(value: str) -> IncidentState:
+    """The state a stored value names, looked up (an enum's call is a microsecond a row)."""
+    return _STATES.get(value) or IncidentState(value)
+
+
 def incident_from_mapping(m: Mapping[str, Any], urns: dict[str, str] | None = None) -> Incident:
     """The incident an ``incidents`` row holds.
 
@@ -33,7 +38,7 @@ def incident_from_mapping(m: Mapping[str, Any], urns: dict[str, str] | None = No
     return Incident(
         id=m["id"],
         generation=m["generation"],
-        state=_STATES.get(state) or IncidentState(state),
+        state=incident_state(state),
         check=m["check_name"],
         severity=_SEVERITIES.get(severity) or Severity(severity),
         model=model,

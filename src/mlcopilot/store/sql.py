@@ -52,6 +52,7 @@ from sqlalchemy.exc import (
     SQLAlchemyError,
     StatementError,
 )
+from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from mlcopilot.errors import MissingStore, StoreConflict, StoreError, UsageError
 from mlcopilot.incidents import lifecycle
@@ -94,7 +95,13 @@ from mlcopilot.store.opening import (
     read_only_url,
     sqlite_file,
 )
-from mlcopilot.store.rows import Times, incident_from_mapping, raw_time, require_aware
+from mlcopilot.store.rows import (
+    Times,
+    incident_from_mapping,
+    incident_state,
+    raw_time,
+    require_aware,
+)
 
 if TYPE_CHECKING:
     from mlcopilot.protocols import StateStore
@@ -188,6 +195,14 @@ class SqlStore(ClosedOnExit):
     def url(self) -> str:
         """The database URL with any password hidden, for messages."""
         return self._shown
+
+    @property
+    def reads_concurrently(self) -> bool:
+        """Whether a read on another thread sees this database (its own pooled connection).
+
+        Not for an in-memory SQLite database: each thread's connection holds its own.
+        """
+        return not isinstance(self._engine.pool, SingletonThreadPool | StaticPool)
 
     def last_scan_at(self) -> datetime | None:
         """The clock (``now``) of the latest committed scan run, or None before the first."""
@@ -336,6 +351,27 @@ class SqlStore(ClosedOnExit):
         # An incident keeps its model and entity across generations: no id is in two chunks.
         found.sort(key=lambda x: x.id)
         found.sort(key=lambda x: x.opened_at, reverse=True)
+        return found
+
+    def incident_states(self, models: Sequence[Urn]) -> dict[str, tuple[int, IncidentState]]:
+        """``id -> (generation, state)`` of the latest generation of ``models``' incidents.
+
+        What tells whether incidents read earlier (:meth:`incidents`) are still as read: a
+        generation opened, an incident acknowledged or resolved since changes these. Three
+        columns a row, nothing decoded.
+        """
+        i = t.incidents
+        found: dict[str, tuple[int, IncidentState]] = {}
+        latest = found.get
+        with self._read("reading incident states") as conn:
+            for chunk in chunks(list(dict.fromkeys(models))):
+                # Every generation, the latest kept here: 1.2 s for a second scan's 282,022,
+                # where the database's grouping and join took 1.9 s.
+                query = select(i.c.id, i.c.generation, i.c.state).where(i.c.model.in_(chunk))
+                for incident_id, generation, state in conn.execute(query):
+                    kept = latest(incident_id)
+                    if kept is None or kept[0] < generation:
+                        found[incident_id] = (generation, incident_state(state))
         return found
 
     def open_kinds(

@@ -85,7 +85,7 @@ BATCH_SIZE = 500
 """Urns per ``entities`` query / ``batchGet`` by default. Requests, not bytes, dominate a
 remote scan (each costs a round trip): 500 keeps a 10,000-entity model within a few dozen
 requests while each response stays a few megabytes (see ``benchmarks/RESULTS.md``)."""
-WRITE_SLICE = 20_000
+WRITE_SLICE = 5_000
 """Writes a dry run's write-back compares at once (:meth:`DataHubCatalog._changed`)."""
 SMALL_BATCH = 1000
 """Urns per ``batchGet`` of a few small aspects (schema versions, the write-back's state):
@@ -729,12 +729,16 @@ class DataHubCatalog(ClosedOnExit):
         write-back at once (an estate's is a million, most of a large scan's peak memory).
         """
         slices = [writes[i : i + WRITE_SLICE] for i in range(0, len(writes), WRITE_SLICE)]
-        needs = [aspect_writes.state_needs(part) for part in slices]
-        last_needed = {urn: index for index, urns in enumerate(needs) for urn in urns}
+        # Each slice's needs are worked out again when its turn comes, not all held at once.
+        last_needed = {
+            urn: index
+            for index, part in enumerate(slices)
+            for urn in aspect_writes.state_needs(part)
+        }
         carried: dict[Urn, dict[str, ax.JsonObject]] = {}
         changed: list[Write] = []
-        for index, (part, urns) in enumerate(zip(slices, needs, strict=True)):
-            state = self.write_state(urns)
+        for index, part in enumerate(slices):
+            state = self.write_state(aspect_writes.state_needs(part))
             for urn, values in carried.items():
                 state.setdefault(urn, {}).update(values)
             folded = aspect_writes.fold(part, state)
