@@ -1,4 +1,4 @@
-"""A document's text, an incident's description: given as a function, rendered on each read."""
+"""A write's urn and text: given as a function or a Rendering, made on each read."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mlcopilot.model import DocumentWrite, IncidentWrite
+from mlcopilot.model import DocumentWrite, IncidentWrite, Rendering
 from mlcopilot.notify.sinks.datahub import decode_writes, encode_writes
 
 WHEN = datetime(2026, 1, 2, tzinfo=UTC)
@@ -96,3 +96,48 @@ def test_an_incident_description_may_be_rendered_when_read_too() -> None:
     assert not hasattr(lazy, "__dict__")
     with pytest.raises(TypeError):
         IncidentWrite(urn="u", title="t")  # type: ignore[call-arg]
+
+
+class _Both(Rendering):
+    """One object rendering a document's urn and text, counting what it made."""
+
+    __slots__ = ("made",)
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+
+    def urn(self) -> str:
+        self.made.append("urn")
+        return "urn:li:document:mlcopilot-1"
+
+    def text(self) -> str:
+        self.made.append("text")
+        return BODY
+
+
+def test_a_rendering_makes_each_field_by_its_method_on_every_read() -> None:
+    both = _Both()
+    write = dataclasses.replace(_document(BODY), urn=both, text=both)
+    assert (write.urn, write.text, write.urn) == (
+        "urn:li:document:mlcopilot-1",
+        BODY,
+        "urn:li:document:mlcopilot-1",
+    )
+    assert both.made == ["urn", "text", "urn"]
+
+
+def test_a_rendered_write_equals_hashes_and_encodes_as_the_same_write_of_strings() -> None:
+    plain = _document(BODY)
+    both = _Both()
+    rendered = DocumentWrite(
+        urn=both,
+        title=plain.title,
+        text=both,
+        related_assets=plain.related_assets,
+        created_at=WHEN,
+        modified_at=WHEN,
+    )
+    assert rendered == plain
+    assert hash(rendered) == hash(plain)
+    assert dataclasses.asdict(rendered) == dataclasses.asdict(plain)
+    assert encode_writes([rendered]) == encode_writes([plain])

@@ -112,6 +112,7 @@ from mlcopilot.model.writes import (
     IncidentWrite,
     PropertyWrite,
     RenderedText,
+    Rendering,
     TagWrite,
     Write,
 )
@@ -182,6 +183,7 @@ __all__ = [
     "PropertyWrite",
     "RecordedScan",
     "RenderedText",
+    "Rendering",
     "Route",
     "Schema",
     "SchemaField",

@@ -293,6 +293,24 @@ _WHOLE_TYPES = frozenset({"mlModel"})
 what it trained on (the downstream walk's training index)."""
 
 
+def _needed_again(needs: Iterable[Iterable[Urn]]) -> dict[int, int]:
+    """``hash(urn) -> the last part needing it``, for the urns more than one part needs.
+
+    By hash, not urn: a planned write's urn is made on each read (282,022 incidents' and
+    as many documents' at 10,000 models, 60 MB of new strings), and every part's urns are
+    gone through first. A hash two urns share only carries what one part changed on to a
+    part that does not need it, which changes nothing that part folds.
+    """
+    first: dict[int, int] = {}
+    again: dict[int, int] = {}
+    for index, urns in enumerate(needs):
+        for urn in urns:
+            key = hash(urn)
+            if first.setdefault(key, index) != index:
+                again[key] = index
+    return again
+
+
 def _holds(urn: Urn, types: set[str]) -> bool:
     """True when ``urn`` is of a type Lite's reverse hops count for these relationships."""
     entity_type = urn_type(urn)
@@ -729,12 +747,7 @@ class DataHubCatalog(ClosedOnExit):
         write-back at once (an estate's is a million, most of a large scan's peak memory).
         """
         slices = [writes[i : i + WRITE_SLICE] for i in range(0, len(writes), WRITE_SLICE)]
-        # Each slice's needs are worked out again when its turn comes, not all held at once.
-        last_needed = {
-            urn: index
-            for index, part in enumerate(slices)
-            for urn in aspect_writes.state_needs(part)
-        }
+        shared = _needed_again(aspect_writes.state_needs(part) for part in slices)
         carried: dict[Urn, dict[str, ax.JsonObject]] = {}
         changed: list[Write] = []
         for index, part in enumerate(slices):
@@ -745,8 +758,9 @@ class DataHubCatalog(ClosedOnExit):
             aspect_writes.check_writable(folded.pending)
             changed += folded.changed
             for (urn, name), value in folded.pending.items():
-                carried.setdefault(urn, {})[name] = value
-            carried = {u: v for u, v in carried.items() if last_needed[u] > index}
+                if shared.get(hash(urn), index) > index:
+                    carried.setdefault(urn, {})[name] = value
+            carried = {u: v for u, v in carried.items() if shared.get(hash(u), index) > index}
         return changed
 
     def walk_until(self, deadline: float | None) -> None:
