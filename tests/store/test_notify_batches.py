@@ -17,7 +17,7 @@ from mlcopilot.incidents.payload import NotifyPolicy, NotifyRequest
 from mlcopilot.model import Finding, IncidentChanges, Severity
 from mlcopilot.store import SqlStore, notify_sql
 from mlcopilot.store import schema as t
-from tests.store.test_store_contract import MODEL, finding
+from tests.store.test_store_contract import MODEL, finding, scan
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 NOTIFY = NotifyRequest(
@@ -103,3 +103,17 @@ def test_a_batch_of_groups_is_read_through_the_group_index(store: SqlStore) -> N
         plan = [row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}")]
     assert any("USING INDEX ix_incidents_group_key_group_generation" in step for step in plan)
     assert "SCAN incidents" not in plan
+
+
+def test_the_groups_of_two_generations_of_one_incident_are_both_found(store: SqlStore) -> None:
+    """A scan names one generation an incident; a hand-made change may name two."""
+    f = finding("email")
+    (first,) = scan(store, [f], T0, notify=NOTIFY).opened
+    scan(store, [], T0 + timedelta(hours=1), notify=NOTIFY)  # resolved: its group closes
+    (second,) = scan(store, [f], T0 + timedelta(hours=2), notify=NOTIFY).opened
+    assert (first.generation, second.generation) == (1, 2)
+    with store._engine.connect() as conn:
+        each = [notify_sql._stored_groups_of(conn, [inc]) for inc in (first, second)]
+        both = notify_sql._stored_groups_of(conn, [first, second])
+    assert len(each[0] | each[1]) == 2  # two group generations
+    assert both == each[0] | each[1]

@@ -323,15 +323,19 @@ def _stored_groups_of(conn: Connection, incidents: Sequence[Incident]) -> set[tu
     if not incidents:
         return set()
     i = t.incidents
-    wanted = {(inc.id, inc.generation) for inc in incidents}
-    ids = sorted({inc.id for inc in incidents})
+    # By id, a scan's one generation of each: no (id, generation) tuple made per incident.
+    generation_of: dict[str, int] = {}
+    more: set[tuple[str, int]] = set()  # an id at another generation too (never a scan's)
+    for inc in incidents:
+        if generation_of.setdefault(inc.id, inc.generation) != inc.generation:
+            more.add((inc.id, inc.generation))
     found: set[tuple[str, int]] = set()
-    for chunk in chunks(ids):
+    for chunk in chunks(sorted(generation_of)):
         query = select(i.c.id, i.c.generation, i.c.group_key, i.c.group_generation).where(
             i.c.id.in_(chunk), i.c.group_key.is_not(None)
         )
         for incident_id, generation, key, group_generation in conn.execute(query):
-            if (incident_id, generation) in wanted:
+            if generation_of[incident_id] == generation or (incident_id, generation) in more:
                 found.add((key, int(group_generation)))
     return found
 
