@@ -168,8 +168,9 @@ def _incident_write(
 class _IncidentText(Rendering):
     """A native incident's urn and description, made when read (a write's ``Rendering``).
 
-    One slotted object for both, rather than a string and a ``partial`` (four objects,
-    about 300 bytes: an estate's write-back plans 282,022 incidents and as many documents).
+    One slotted object for both: the urn was a string of about 110 bytes held per write
+    (an estate's write-back plans 282,022 incidents and as many documents), and the
+    description a slotted callable of its own before that.
     """
 
     incident: Incident
