@@ -111,20 +111,30 @@ def plan(
     folded_by = inhibitors(request.infos)
     roots = sorted({root for names in folded_by.values() for root in names})
     open_at = _open_roots_after(conn, changes, roots)
-    opening = {
-        (inc.id, inc.generation): group_of(inc, open_at, folded_by) for inc in changes.opened
-    }
+    # The members of a group share its one (key, check, entity) and its one (key,
+    # generation): a first scan of an estate opens 282,022 incidents in 14,378 groups, and a
+    # key string and two tuples made for each held 60 MB while the plan was made.
+    shared: dict[tuple[str, str, Urn], tuple[str, str, Urn]] = {}
+    opening: dict[tuple[str, int], tuple[str, str, Urn]] = {}
+    for inc in changes.opened:
+        group_here = group_of(inc, open_at, folded_by)
+        opening[(inc.id, inc.generation)] = shared.setdefault(group_here, group_here)
+    del shared
     known = _stored_groups_of(conn, [*changes.updated, *changes.resolved])
     # Only the groups these changes touch are read (and locked): never the whole store's.
     keys = sorted({key for key, _, _ in opening.values()} | {key for key, _ in known})
     stored_open = _open_groups(conn, keys, lock=lock)
     next_generation = _max_generations(conn, keys)
     touched: dict[tuple[str, int], tuple[str, Urn]] = {}
+    placed: dict[tuple[str, int], tuple[str, int]] = {}
     for incident_key, (key, check, entity) in opening.items():
         group = stored_open.get(key)
         generation = group.generation if group else next_generation.get(key, 0) + 1
-        result.assignments[incident_key] = (key, generation)
-        touched[(key, generation)] = (check, entity)
+        pair = placed.get((key, generation))
+        if pair is None:
+            pair = placed[(key, generation)] = (key, generation)
+            touched[pair] = (check, entity)
+        result.assignments[incident_key] = pair
     for key, generation in known:
         group = stored_open.get(key)
         if group is not None and group.generation == generation:
