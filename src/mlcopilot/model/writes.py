@@ -39,8 +39,8 @@ class Rendering:
     """An object that renders several text fields of one write, each by its method of that name.
 
     One per planned write in place of a function per field: an estate's write-back plans
-    282,022 incidents and as many documents, and their urns alone held as strings were
-    60 MB of a second scan's peak.
+    282,022 incidents and as many documents, and with their urns held as strings (about
+    110 bytes each) the plan added 100 MB to a second scan's RSS, 48 MB without.
     """
 
     __slots__ = ()

@@ -112,8 +112,8 @@ def plan(
     roots = sorted({root for names in folded_by.values() for root in names})
     open_at = _open_roots_after(conn, changes, roots)
     # The members of a group share its one (key, check, entity) and its one (key,
-    # generation): a first scan of an estate opens 282,022 incidents in 14,378 groups, and a
-    # key string and two tuples made for each held 60 MB while the plan was made.
+    # generation): a first scan of an estate opens 282,022 incidents, and with a key string
+    # and two tuples made for each the plan peaked 54 MB higher (1,015 -> 961 MB, probe).
     shared: dict[tuple[str, str, Urn], tuple[str, str, Urn]] = {}
     opening: dict[tuple[str, int], tuple[str, str, Urn]] = {}
     for inc in changes.opened:
