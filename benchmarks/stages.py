@@ -1,0 +1,131 @@
+"""Where one estate scan's time and memory go, stage by stage (not part of ``make bench``).
+
+``python -m benchmarks.stages estate-10000x100000 [--state S.db] [--types]`` runs the dry run
+that :mod:`benchmarks.measure` times, against the stand-in with its usual latency, and prints
+a line as each stage ends: wall and CPU seconds since the scan started, RSS then and the peak
+so far. With ``--state``, that stored state is scanned (a second scan; make one with
+``--store S.db``, the stored first scan :mod:`benchmarks.run` makes before ``datahub-second``).
+``--types`` adds, at the end of each stage, the ten largest object types by shallow size
+(slow: seconds at the largest estate). A ``make bench`` run measures the targets; this says
+which stage to look at when one moves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.catalogs import ensure
+from benchmarks.measure import NOW
+from benchmarks.run import CASES, LATENCY, LIMITS, serving
+from mlcopilot.catalog.datahub.catalog import DataHubCatalog
+from mlcopilot.catalog.datahub.connection import DataHubSettings
+from mlcopilot.checks import load_checks
+from mlcopilot.protocols import WalkLimits
+from mlcopilot.scan import Delivery, ScanOptions
+from mlcopilot.store import open_store
+from mlcopilot.store.sql import SqlStore
+
+_PAGE = 4096
+scan_module = sys.modules["mlcopilot.scan"]  # the package, whose `scan` attribute is a function
+
+
+class _Stages:
+    """Prints each wrapped stage's end: elapsed wall and CPU, RSS, peak RSS."""
+
+    def __init__(self, *, types: bool) -> None:
+        self.types = types
+        self.started = time.perf_counter()
+        self.cpu0 = _cpu_s()
+
+    def line(self, label: str) -> None:
+        rss = int(Path("/proc/self/statm").read_text().split()[1]) * _PAGE / 2**20
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        wall, cpu = time.perf_counter() - self.started, _cpu_s() - self.cpu0
+        print(
+            f"{label:<32} wall {wall:7.1f} s  cpu {cpu:7.1f} s  rss {rss:6.0f} MB  "
+            f"peak {peak:6.0f} MB",
+            flush=True,
+        )
+        if self.types:
+            print(_largest_types(), flush=True)
+
+    def wrap(self, owner: Any, name: str, label: str | None = None) -> None:
+        """Replace ``owner.name`` by a wrapper printing a line when it returns."""
+        inner: Callable[..., Any] = getattr(owner, name)
+
+        @functools.wraps(inner)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            result = inner(*args, **kwargs)
+            if hasattr(result, "__iter__") and not isinstance(result, (list, dict, tuple)):
+                result = list(result)  # a generator's work is the stage's
+            self.line(label or name)
+            return result
+
+        setattr(owner, name, timed)
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _largest_types(top: int = 10) -> str:
+    sizes: Counter[str] = Counter()
+    for obj in gc.get_objects():
+        sizes[type(obj).__name__] += sys.getsizeof(obj)
+    strings = sum(sys.getsizeof(o) for o in gc.get_referents(*gc.get_objects()) if type(o) is str)
+    sizes["str (referenced)"] = strings
+    return "\n".join(f"    {n:<28} {b / 2**20:8.1f} MB" for n, b in sizes.most_common(top))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one scan of an estate with every stage wrapped; print a line as each ends."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("case", choices=[c.name for c in CASES if c.name.startswith("estate")])
+    parser.add_argument("--state", type=Path, help="scan this stored state (a second scan)")
+    parser.add_argument("--store", type=Path, help="run the stored first scan into this file")
+    parser.add_argument("--types", action="store_true", help="largest object types per stage")
+    args = parser.parse_args(argv)
+    case = next(c for c in CASES if c.name == args.case)
+    path = ensure(case.name, case.shape, loader=case.loader)
+    stages = _Stages(types=args.types)
+    for name in ("walk_and_check", "_reconcile_and_plan", "_previous", "reconcile"):
+        stages.wrap(scan_module, name)
+    stages.wrap(scan_module, "_plan_writeback")
+    stages.wrap(SqlStore, "planned_notifications", "store.planned_notifications")
+    stages.wrap(SqlStore, "record_scan", "store.record_scan")
+    stages.wrap(DataHubCatalog, "apply", "catalog.apply")
+    state = args.store or args.state
+    with serving(path, LATENCY) as server:
+        catalog = DataHubCatalog(DataHubSettings(server=server["url"]))
+        # A file, as the measured scans have: in-memory SQLite is not read ahead (``scan.ahead``).
+        fresh = Path(tempfile.mkdtemp(prefix="mlcopilot-stages-")) / "state.db"
+        store = open_store(f"sqlite:///{state or fresh}")
+        stages.started, stages.cpu0 = time.perf_counter(), _cpu_s()
+        try:
+            scan_module.scan(
+                catalog,
+                store,
+                load_checks(),
+                ScanOptions(now=NOW, dry_run=args.store is None, limits=WalkLimits(**LIMITS)),
+                delivery=Delivery(deliver=False) if args.store else None,
+            )
+        finally:
+            catalog.close()
+            store.close()
+    stages.line("scan")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
