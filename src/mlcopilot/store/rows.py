@@ -25,30 +25,37 @@ def incident_from_mapping(m: Mapping[str, Any], urns: dict[str, str] | None = No
     """The incident an ``incidents`` row holds.
 
     ``urns``: strings already read (a scan reads tens of thousands of incidents, whose models,
-    entities and paths repeat): each urn read is the one string kept there. States and
-    severities are looked up by value (an enum's call is a microsecond of each of a second
-    scan's hundreds of thousands of incidents); an unknown one still raises as it did.
+    entities, paths, checks and columns repeat): each one read is the one string kept there.
+    States and severities are looked up by value (an enum's call is a microsecond of each of
+    a second scan's hundreds of thousands of incidents); an unknown one still raises as it
+    did. Empty evidence is kept as given (a light read's is one shared, read-only mapping).
     """
     model, entity, path = m["model"], m["entity"], m["path"]
+    check, field, change, previous = m["check_name"], m["field"], m["change"], m["previous_field"]
     if urns is not None:
         share = urns.setdefault
         model, entity = share(model, model), share(entity, entity)
         path = [share(urn, urn) for urn in path]
-    state, severity = m["state"], m["severity"]
+        # A check's name and a column's repeat across the models sharing an entity too.
+        check = share(check, check)
+        field = field if field is None else share(field, field)
+        change = change if change is None else share(change, change)
+        previous = previous if previous is None else share(previous, previous)
+    state, severity, evidence = m["state"], m["severity"], m["evidence"]
     return Incident(
         id=m["id"],
         generation=m["generation"],
         state=incident_state(state),
-        check=m["check_name"],
+        check=check,
         severity=_SEVERITIES.get(severity) or Severity(severity),
         model=model,
         entity=entity,
-        field=m["field"],
-        change=m["change"],
-        previous_field=m["previous_field"],
+        field=field,
+        change=change,
+        previous_field=previous,
         message=m["message"],
         path=tuple(path),
-        evidence=dict(m["evidence"]),
+        evidence=dict(evidence) if evidence else evidence,
         opened_at=m["opened_at"],
         updated_at=m["updated_at"],
         resolved_at=m["resolved_at"],

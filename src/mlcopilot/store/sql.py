@@ -21,6 +21,7 @@ from enum import Enum
 from functools import partial
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from alembic import command
@@ -1334,7 +1335,11 @@ def _incident_from(row: Row[Any], urns: dict[str, str] | None = None) -> Inciden
 _CONTENT: Final = ("message", "path", "evidence")
 """What a refresh of an incident replaces: most of its row (see :meth:`SqlStore.incidents`)."""
 _TIMES: Final = tuple(c.name for c in t.incidents.c if isinstance(c.type, t.UTCDateTime))
-_NO_CONTENT: Final[Mapping[str, Any]] = {"message": "", "path": (), "evidence": {}}
+_NO_CONTENT: Final[Mapping[str, Any]] = {
+    "message": "",
+    "path": (),
+    "evidence": MappingProxyType({}),  # one for all: a second scan reads 282,022 light ones
+}
 
 
 def _incident_columns(content: bool) -> list[Any]:
