@@ -65,7 +65,8 @@ def _clear(control: str | None) -> None:
         clear_stats(control)
 
 
-def _cpu_s() -> float:
+def cpu_s() -> float:
+    """CPU seconds this process has used (user and system)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -167,7 +168,7 @@ def _first_scan(spec: dict[str, Any], home: Path, store: Any, limits: WalkLimits
     catalog = _catalog(spec, home)
     control = spec.get("control")
     _clear(control)
-    cpu0, started = _cpu_s(), time.perf_counter()
+    cpu0, started = cpu_s(), time.perf_counter()
     try:
         result = scan(
             catalog,
@@ -181,7 +182,7 @@ def _first_scan(spec: dict[str, Any], home: Path, store: Any, limits: WalkLimits
     return {
         "first": True,
         "wall_s": time.perf_counter() - started,
-        "cpu_s": _cpu_s() - cpu0,
+        "cpu_s": cpu_s() - cpu0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "models": len(result.models),
         "findings": len(result.findings),
@@ -240,7 +241,7 @@ def measure_scan(spec: dict[str, Any]) -> dict[str, Any]:
         assert isinstance(catalog, McpCatalog)
         catalog.session.start()  # spawn the server outside the timed span
     _clear(control)
-    cpu0, started = _cpu_s(), time.perf_counter()
+    cpu0, started = cpu_s(), time.perf_counter()
     with _profiled(spec.get("profile")):
         result = scan(
             catalog,
@@ -250,7 +251,7 @@ def measure_scan(spec: dict[str, Any]) -> dict[str, Any]:
             progress=progress,
         )
     wall = time.perf_counter() - started
-    cpu = _cpu_s() - cpu0
+    cpu = cpu_s() - cpu0
     served = _stats(control)
     walked["stats"] = _stats(control, walked["epoch"]) if "epoch" in walked else {}
     walked["lineage_stats"] = (
@@ -349,11 +350,11 @@ def measure_baseline(spec: dict[str, Any]) -> dict[str, Any]:
     (root,) = catalog.models()[:1]
     catalog.close()
     _clear(control)
-    cpu0 = _cpu_s()
+    cpu0 = cpu_s()
     walked = asyncio.run(_baseline_walk(spec["url"], root, home))
     return {
         **walked,
-        "cpu_s": _cpu_s() - cpu0,
+        "cpu_s": cpu_s() - cpu0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "children_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "models": 1,

@@ -25,12 +25,12 @@ import tempfile
 import time
 import tracemalloc
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks.catalogs import ensure
-from benchmarks.measure import NOW
+from benchmarks.measure import NOW, cpu_s
 from benchmarks.run import CASES, LATENCY, LIMITS, serving
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.datahub.connection import DataHubSettings
@@ -40,26 +40,27 @@ from mlcopilot.scan import Delivery, ScanOptions
 from mlcopilot.store import open_store
 from mlcopilot.store.sql import SqlStore
 
-_PAGE = 4096
 scan_module = sys.modules["mlcopilot.scan"]  # the package, whose `scan` attribute is a function
 
 
 class _Stages:
-    """Prints each wrapped stage's end: elapsed wall and CPU, RSS, peak RSS."""
+    """Prints each wrapped stage's end: elapsed wall and CPU, RSS, peak RSS (and what is asked)."""
 
-    def __init__(self, *, types: bool, trim: bool = False, trace: str = "") -> None:
+    def __init__(self, *, types: bool, trim: bool, trace: str) -> None:
         self.types = types
         self.trace = trace
         self.trim = trim
-        self.started = time.perf_counter()
-        self.cpu0 = _cpu_s()
+        self.start()
+
+    def start(self) -> None:
+        """Count from now."""
+        self.started, self.cpu0 = time.perf_counter(), cpu_s()
 
     def line(self, label: str) -> None:
-        rss = int(Path("/proc/self/statm").read_text().split()[1]) * _PAGE / 2**20
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        wall, cpu = time.perf_counter() - self.started, _cpu_s() - self.cpu0
+        wall, cpu = time.perf_counter() - self.started, cpu_s() - self.cpu0
         print(
-            f"{label:<32} wall {wall:7.1f} s  cpu {cpu:7.1f} s  rss {rss:6.0f} MB  "
+            f"{label:<32} wall {wall:7.1f} s  cpu {cpu:7.1f} s  rss {_rss_mb():6.0f} MB  "
             f"peak {peak:6.0f} MB",
             flush=True,
         )
@@ -72,8 +73,7 @@ class _Stages:
             print("\n".join(f"    {stat}" for stat in top), flush=True)
         if self.trim:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-            rss = int(Path("/proc/self/statm").read_text().split()[1]) * _PAGE / 2**20
-            print(f"{'':<32} after malloc_trim: rss {rss:6.0f} MB", flush=True)
+            print(f"{'':<32} after malloc_trim: rss {_rss_mb():6.0f} MB", flush=True)
 
     def wrap(self, owner: Any, name: str, label: str | None = None) -> None:
         """Replace ``owner.name`` by a wrapper printing a line when it returns."""
@@ -82,7 +82,7 @@ class _Stages:
         @functools.wraps(inner)
         def timed(*args: Any, **kwargs: Any) -> Any:
             result = inner(*args, **kwargs)
-            if hasattr(result, "__iter__") and not isinstance(result, (list, dict, tuple)):
+            if isinstance(result, Iterator):
                 result = list(result)  # a generator's work is the stage's
             self.line(label or name)
             return result
@@ -90,9 +90,10 @@ class _Stages:
         setattr(owner, name, timed)
 
 
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+def _rss_mb() -> float:
+    """This process's resident memory now (``ru_maxrss`` is only the peak)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * resource.getpagesize() / 2**20
 
 
 def _largest_types(top: int = 12) -> str:
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         # A file, as the measured scans have: in-memory SQLite is not read ahead (``scan.ahead``).
         fresh = Path(tempfile.mkdtemp(prefix="mlcopilot-stages-")) / "state.db"
         store = open_store(f"sqlite:///{state or fresh}")
-        stages.started, stages.cpu0 = time.perf_counter(), _cpu_s()
+        stages.start()
         try:
             scan_module.scan(
                 catalog,
