@@ -21,10 +21,10 @@ def incident_state(value: str) -> IncidentState:
     return _STATES.get(value) or IncidentState(value)
 
 
-def incident_from_mapping(m: Mapping[str, Any], urns: dict[str, str] | None = None) -> Incident:
+def incident_from_mapping(m: Mapping[str, Any], strings: dict[str, str] | None = None) -> Incident:
     """The incident an ``incidents`` row holds.
 
-    ``urns``: strings already read (a scan reads tens of thousands of incidents, whose models,
+    ``strings``: strings already read (a scan reads tens of thousands of incidents, whose models,
     entities, paths, checks and columns repeat): each one read is the one string kept there.
     States and severities are looked up by value (an enum's call is a microsecond of each of
     a second scan's hundreds of thousands of incidents); an unknown one still raises as it
@@ -32,8 +32,8 @@ def incident_from_mapping(m: Mapping[str, Any], urns: dict[str, str] | None = No
     """
     model, entity, path = m["model"], m["entity"], m["path"]
     check, field, change, previous = m["check_name"], m["field"], m["change"], m["previous_field"]
-    if urns is not None:
-        share = urns.setdefault
+    if strings is not None:
+        share = strings.setdefault
         model, entity = share(model, model), share(entity, entity)
         path = [share(urn, urn) for urn in path]
         # A check's name and a column's repeat across the models sharing an entity too.

@@ -1328,8 +1328,8 @@ def _resolved_values(inc: Incident, *, run_id: int, now: datetime) -> dict[str, 
     }
 
 
-def _incident_from(row: Row[Any], urns: dict[str, str] | None = None) -> Incident:
-    return incident_from_mapping(dict(row._mapping), urns)
+def _incident_from(row: Row[Any], strings: dict[str, str] | None = None) -> Incident:
+    return incident_from_mapping(dict(row._mapping), strings)
 
 
 _CONTENT: Final = ("message", "path", "evidence")
@@ -1352,10 +1352,10 @@ def _incident_columns(content: bool) -> list[Any]:
 
 
 class _IncidentRows:
-    """Incidents read back sharing what their rows repeat: urns and times."""
+    """Incidents read back sharing what their rows repeat: urns, checks, columns and times."""
 
     def __init__(self, dialect: Dialect, *, content: bool) -> None:
-        self._urns: dict[str, str] = {}
+        self._strings: dict[str, str] = {}
         self._times = Times(dialect)
         self._content = content
 
@@ -1366,7 +1366,7 @@ class _IncidentRows:
             mapping[name] = self._times(mapping[name])
         if not self._content:
             mapping.update(_NO_CONTENT)
-        return incident_from_mapping(mapping, self._urns)
+        return incident_from_mapping(mapping, self._strings)
 
 
 def _latest(conn: Connection, incident_id: str, *, for_update: bool = False) -> Incident | None:

@@ -1248,7 +1248,7 @@ class DataHubCatalog(ClosedOnExit):
         """:meth:`_read_versions`, a batch at a time, as each is in; values are not kept.
 
         What the cache holds is given first. Versions with a value are not cached (an answer
-        is made of them as they come, and a later call reads them again); the others are.
+        is made of them as they come); the others are, until :meth:`schemas_at` returns.
         """
         keys = list(dict.fromkeys(wanted))
         # An urn is answered from the cache only when all of it is there, so that each urn
