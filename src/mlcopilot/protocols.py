@@ -336,7 +336,7 @@ class StateStore(OutboxStore, Protocol):
         """
         ...
 
-    def save_baselines(self, baselines: Sequence[Baseline]) -> None:
+    def save_baselines(self, baselines: Iterable[Baseline]) -> None:
         """Insert or replace baselines (one per model and dataset)."""
         ...
 
@@ -385,7 +385,7 @@ class StateStore(OutboxStore, Protocol):
         models: Sequence[Urn],
         findings: int,
         finished_at: datetime | None = None,
-        baselines: Sequence[Baseline] = (),
+        baselines: Iterable[Baseline] = (),
         notify: NotifyRequest | None = None,
         profile_baselines: Sequence[ProfileBaseline] = (),
     ) -> RecordedScan:

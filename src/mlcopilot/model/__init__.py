@@ -6,7 +6,8 @@
   findings, incidents, baselines, reports);
 - :mod:`~mlcopilot.model.writes`: the write-back intents;
 - :mod:`~mlcopilot.model.notify`: notification groups, notifications and outbox rows;
-- :mod:`~mlcopilot.model.schema_digests`: schemas by content, as the store keeps them.
+- :mod:`~mlcopilot.model.schema_digests`: schemas by content, as the store keeps them;
+- :mod:`~mlcopilot.model.chosen_baselines`: the baselines a scan chose, held compactly.
 
 Every name is re-exported here, so ``from mlcopilot.model import Node`` works whichever module
 defines it. This package is the bottom layer: it imports nothing of mlcopilot's but ``names``.
@@ -36,10 +37,12 @@ from mlcopilot.model.catalog import (
     SchemaField,
     Urn,
 )
+from mlcopilot.model.chosen_baselines import BaselineRun, ChosenBaselines
 from mlcopilot.model.findings import (
     JSON,
     NOT_IN_CATALOG,
     Baseline,
+    BaselineSource,
     ChangeKind,
     CheckInfo,
     CheckOutcome,
@@ -139,9 +142,12 @@ __all__ = [
     "AssertionState",
     "AssertionType",
     "Baseline",
+    "BaselineRun",
+    "BaselineSource",
     "ChangeKind",
     "CheckInfo",
     "CheckOutcome",
+    "ChosenBaselines",
     "Claimed",
     "ColumnEdge",
     "ColumnUsage",

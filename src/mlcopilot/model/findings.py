@@ -299,6 +299,10 @@ class ModelReport:
     check did not run)."""
 
 
+BaselineSource = Literal["history", "first_scan", "accepted"]
+"""Where a baseline came from (see :class:`Baseline`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Baseline:
     """The schema of one upstream dataset that one model is known to work with.
@@ -310,7 +314,7 @@ class Baseline:
     model: Urn
     dataset: Urn
     schema: Schema
-    source: Literal["history", "first_scan", "accepted"]
+    source: BaselineSource
     captured_at: datetime
 
 
@@ -328,5 +332,5 @@ class ProfileBaseline:
     model: Urn
     dataset: Urn
     profile: DatasetProfile
-    source: Literal["history", "first_scan", "accepted"]
+    source: BaselineSource
     captured_at: datetime

@@ -20,6 +20,7 @@ from mlcopilot.lineage.upstream import ShortestPaths
 from mlcopilot.model import (
     UNKNOWN_USAGE,
     Baseline,
+    ChosenBaselines,
     CurrentSchemas,
     DatasetProfile,
     EntityType,
@@ -53,7 +54,7 @@ class Checked:
     """What walking and checking a scan's models gave."""
 
     reports: list[ModelReport]
-    baselines: list[Baseline]
+    baselines: ChosenBaselines
     """Schema baselines chosen for the first time in this scan (stored with it)."""
     profile_baselines: list[ProfileBaseline]
     """Profile baselines chosen for the first time in this scan (stored with it)."""
@@ -150,7 +151,8 @@ def _walk_and_check(
         else {lineage.root: ({}, []) for lineage in lineages}
     )
     step("running the checks")
-    checked = Checked([], [], [], Evaluated(frozenset(check.name for check in checks)))
+    evaluated = Evaluated(frozenset(check.name for check in checks))
+    checked = Checked([], ChosenBaselines(), [], evaluated)
     # Each model's baselines by dataset are made for its checks and let go after (a model
     # named twice keeps its new ones once, at its last): an estate's are a million entries.
     last = {lineage.root: index for index, lineage in enumerate(lineages)}
@@ -165,7 +167,7 @@ def _walk_and_check(
         )
         checked.reports.append(report)
         if keep_new and last[lineage.root] == index:
-            checked.baselines.extend(model_baselines)
+            checked.baselines.add(lineage.root, model_baselines)
             checked.profile_baselines.extend(new_profiles)
         checked.evaluated.add(lineage, missed.checks, missed.fields)
     if progress is not None:

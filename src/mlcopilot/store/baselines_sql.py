@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from itertools import pairwise
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
@@ -36,7 +35,15 @@ from sqlalchemy.engine import Dialect
 
 from mlcopilot.errors import StoreError
 from mlcopilot.incidents.payload import problems
-from mlcopilot.model import Baseline, CurrentSchemas, Schema, Urn, schema_digest, schema_text
+from mlcopilot.model import (
+    Baseline,
+    ChosenBaselines,
+    CurrentSchemas,
+    Schema,
+    Urn,
+    schema_digest,
+    schema_text,
+)
 from mlcopilot.store import schema as t
 from mlcopilot.store.chunks import WRITE_CHUNK, chunks
 from mlcopilot.store.rows import Times, raw_time, require_aware
@@ -157,15 +164,13 @@ def _decoded(stored: Any, dataset: Urn, model: Urn) -> Schema:
         ) from exc
 
 
-def upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
-    """Insert or replace ``baselines`` (the last one per model and dataset wins).
+def upsert_baselines(conn: Connection, baselines: ChosenBaselines) -> None:
+    """Insert or replace ``baselines``.
 
-    Written :data:`WRITE_CHUNK` rows a statement in dataset order, each schema encoded and
-    stored once for the rows that share it in a row (the models sharing a dataset share its
-    :class:`Schema`).
+    Written :data:`WRITE_CHUNK` rows a statement in (model, dataset) order, after the schemas
+    they name (:func:`_store_schemas`).
     """
-    latest = _last_per_pair(baselines)
-    if not latest:
+    if not baselines:
         return
     stmt = _insert(conn, t.baselines)
     stmt = stmt.on_conflict_do_update(
@@ -176,55 +181,61 @@ def upsert_baselines(conn: Connection, baselines: Sequence[Baseline]) -> None:
             "captured_at": stmt.excluded.captured_at,
         },
     )
-    digests = _store_schemas(conn, latest)
-    for start in range(0, len(latest), WRITE_CHUNK):
-        end = start + WRITE_CHUNK
-        part = zip(latest[start:end], digests[start:end], strict=True)
-        conn.execute(stmt, [_row(b, digest) for b, digest in part])
+    digests = _store_schemas(conn, baselines)
+    rows: list[dict[str, Any]] = []
+    for run in baselines.runs():
+        require_aware("captured_at", run.captured_at)
+        for dataset, schema in zip(run.datasets, run.schemas, strict=True):
+            rows.append(
+                {
+                    "model": run.model,
+                    "dataset": dataset,
+                    "schema_digest": digests[id(schema)],
+                    "source": run.source,
+                    "captured_at": run.captured_at,
+                }
+            )
+            if len(rows) == WRITE_CHUNK:
+                conn.execute(stmt, rows)
+                rows = []
+    if rows:
+        conn.execute(stmt, rows)
 
 
-def _row(b: Baseline, digest: str) -> dict[str, Any]:
-    require_aware("captured_at", b.captured_at)
-    return {
-        "model": b.model,
-        "dataset": b.dataset,
-        "schema_digest": digest,
-        "source": b.source,
-        "captured_at": b.captured_at,
-    }
+def _store_schemas(conn: Connection, baselines: ChosenBaselines) -> dict[int, str]:
+    """The digest of each schema object ``baselines`` hold, by ``id``, storing each first.
 
-
-def _store_schemas(conn: Connection, baselines: Sequence[Baseline]) -> list[str]:
-    """Each baseline's schema digest, storing each schema first (unless it already is).
-
-    A schema is encoded once for a run of baselines holding it; the new ones are written
-    :data:`WRITE_CHUNK` a statement, before the baselines naming them.
+    Each object is encoded once (the models sharing a dataset share its :class:`Schema`) and
+    the new texts written :data:`WRITE_CHUNK` a statement in the order of the first dataset
+    holding them, so that two scans storing the same schemas take them in the same order.
     """
+    first: dict[int, tuple[Urn, Schema]] = {}
+    for run in baselines.runs():
+        for dataset, schema in zip(run.datasets, run.schemas, strict=True):
+            held = first.get(id(schema))
+            if held is None or dataset < held[0]:
+                first[id(schema)] = (dataset, schema)
     s = t.baseline_schemas
     stmt = _insert(conn, s).values(schema=_json_text("text", conn.dialect))
     stmt = stmt.on_conflict_do_nothing(index_elements=[s.c.digest])
-    seen: set[str] = set()
-    last: Schema | None = None
-    digest = ""
-    digests: list[str] = []
+    digests: dict[int, str] = {}
     new: list[dict[str, str]] = []
-    for b in baselines:
-        if b.schema is not last:
-            last, text = b.schema, schema_text(b.schema)
-            digest = schema_digest(text)
-            if digest not in seen:
-                seen.add(digest)
-                new.append({"digest": digest, "text": text})
-                if len(new) == WRITE_CHUNK:
-                    conn.execute(stmt, new)
-                    new = []
-        digests.append(digest)
+    seen: set[str] = set()
+    for _, schema in sorted(first.values(), key=itemgetter(0)):
+        text = schema_text(schema)
+        digest = digests[id(schema)] = schema_digest(text)
+        if digest not in seen:
+            seen.add(digest)
+            new.append({"digest": digest, "text": text})
+            if len(new) == WRITE_CHUNK:
+                conn.execute(stmt, new)
+                new = []
     if new:
         conn.execute(stmt, new)
     return digests
 
 
-def replaced_digests(conn: Connection, baselines: Sequence[Baseline]) -> set[str]:
+def replaced_digests(conn: Connection, baselines: ChosenBaselines) -> set[str]:
     """The digests the stored baselines of ``baselines``' (model, dataset) pairs name now."""
     b = t.baselines
     pairs = {(x.model, x.dataset) for x in baselines}
@@ -247,20 +258,6 @@ def drop_unused_schemas(conn: Connection, digests: set[str]) -> None:
 def _insert(conn: Connection, table: Any) -> Any:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     return dialect.insert(table)
-
-
-def _last_per_pair(baselines: Sequence[Baseline]) -> list[Baseline]:
-    """The last of ``baselines`` per (model, dataset), in (dataset, model) order.
-
-    Sorted twice by one urn (stable sorts: the given order stays among equals) and kept where
-    the next one is another pair, rather than sorted or deduplicated by a (model, dataset)
-    key: that is a tuple per baseline, a million and more in a first scan of an estate.
-    """
-    ordered = sorted(baselines, key=attrgetter("model"))
-    ordered.sort(key=attrgetter("dataset"))
-    return [
-        b for b, after in pairwise(ordered) if after.dataset != b.dataset or after.model != b.model
-    ] + ordered[-1:]
 
 
 def _json_text(name: str, dialect: Dialect) -> ColumnElement[Any]:

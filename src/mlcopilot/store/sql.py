@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -59,6 +59,7 @@ from mlcopilot.errors import MissingStore, StoreConflict, StoreError, UsageError
 from mlcopilot.incidents import lifecycle
 from mlcopilot.model import (
     Baseline,
+    ChosenBaselines,
     Claimed,
     CurrentSchemas,
     Delivered,
@@ -256,13 +257,14 @@ class SqlStore(ClosedOnExit):
                     found[model].add(urns.setdefault(dataset, dataset))
         return found
 
-    def save_baselines(self, baselines: Sequence[Baseline]) -> None:
+    def save_baselines(self, baselines: Iterable[Baseline]) -> None:
         """Insert or replace baselines, one per model and dataset (the last one given wins)."""
-        if not baselines:
+        chosen = _chosen(baselines)
+        if not chosen:
             return
         with self._write("saving baselines") as conn:
-            replaced = replaced_digests(conn, baselines)
-            upsert_baselines(conn, baselines)
+            replaced = replaced_digests(conn, chosen)
+            upsert_baselines(conn, chosen)
             drop_unused_schemas(conn, replaced)
 
     def profile_baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[ProfileBaseline]]:
@@ -415,7 +417,7 @@ class SqlStore(ClosedOnExit):
         models: Sequence[Urn],
         findings: int,
         finished_at: datetime | None = None,
-        baselines: Sequence[Baseline] = (),
+        baselines: Iterable[Baseline] = (),
         notify: NotifyRequest | None = None,
         profile_baselines: Sequence[ProfileBaseline] = (),
     ) -> RecordedScan:
@@ -461,7 +463,7 @@ class SqlStore(ClosedOnExit):
             "resolved": len(changes.resolved),
         }
         with self._deadlock_is_a_conflict(), self._write("recording the scan") as conn:
-            upsert_baselines(conn, baselines)
+            upsert_baselines(conn, _chosen(baselines))
             _upsert_profile_baselines(conn, profile_baselines)
             key = conn.execute(insert(t.scan_runs), run).inserted_primary_key
             assert key is not None  # both engines report autoincrement keys
@@ -1175,6 +1177,11 @@ def _jsonable(value: object) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return str(value)
+
+
+def _chosen(baselines: Iterable[Baseline]) -> ChosenBaselines:
+    """``baselines`` as a scan holds its new ones (a scan's own are given so already)."""
+    return baselines if isinstance(baselines, ChosenBaselines) else ChosenBaselines(baselines)
 
 
 def _profile_baseline_from(row: Row[Any]) -> ProfileBaseline:
