@@ -156,4 +156,4 @@ def test_the_stored_baselines_are_read_a_part_of_the_models_at_a_time_as_checked
     # In the order the models are checked, each model's read once (m0, named twice, too).
     assert asked == [models[0:2], models[2:4], models[4:5]]
     assert _seen(parts, models) == _seen(whole, models)
-    assert parts.baselines == []  # every baseline was found stored, none chosen again
+    assert list(parts.baselines) == []  # every baseline was found stored, none chosen again

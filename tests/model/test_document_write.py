@@ -99,7 +99,7 @@ def test_an_incident_description_may_be_rendered_when_read_too() -> None:
 
 
 class _Both(Rendering):
-    """One object rendering a document's urn and text, counting what it made."""
+    """One object rendering an incident's and its document's texts, counting what it made."""
 
     __slots__ = ("made",)
 
@@ -108,6 +108,18 @@ class _Both(Rendering):
 
     def urn(self) -> str:
         self.made.append("urn")
+        return "urn:li:incident:mlcopilot-1"
+
+    def title(self) -> str:
+        self.made.append("title")
+        return "[mlcopilot] schema drift at orders"
+
+    def description(self) -> str:
+        self.made.append("description")
+        return "Column `id` was removed."
+
+    def document_urn(self) -> str:
+        self.made.append("document_urn")
         return "urn:li:document:mlcopilot-1"
 
     def text(self) -> str:
@@ -117,13 +129,37 @@ class _Both(Rendering):
 
 def test_a_rendering_makes_each_field_by_its_method_on_every_read() -> None:
     both = _Both()
-    write = dataclasses.replace(_document(BODY), urn=both, text=both)
-    assert (write.urn, write.text, write.urn) == (
+    write = dataclasses.replace(_document(BODY), urn=both, title=both, text=both)
+    assert (write.urn, write.text, write.urn, write.title) == (
         "urn:li:document:mlcopilot-1",
         BODY,
         "urn:li:document:mlcopilot-1",
+        "[mlcopilot] schema drift at orders",
     )
-    assert both.made == ["urn", "text", "urn"]
+    assert both.made == ["document_urn", "text", "document_urn", "title"]
+
+
+def test_one_rendering_serves_an_incident_and_its_document() -> None:
+    both = _Both()
+    document = dataclasses.replace(_document(BODY), urn=both, title=both, text=both)
+    native = IncidentWrite(
+        urn=both,
+        incident_type="CUSTOM",
+        custom_type="SCHEMA_DRIFT",
+        title=both,
+        description=both,
+        priority=1,
+        entities=document.related_assets,
+        active=True,
+        created_at=WHEN,
+        status_changed_at=WHEN,
+    )
+    assert (native.urn, native.title, native.description) == (
+        "urn:li:incident:mlcopilot-1",
+        document.title,
+        "Column `id` was removed.",
+    )
+    assert document.urn == "urn:li:document:mlcopilot-1"
 
 
 def test_a_rendered_write_equals_hashes_and_encodes_as_the_same_write_of_strings() -> None:
@@ -131,7 +167,7 @@ def test_a_rendered_write_equals_hashes_and_encodes_as_the_same_write_of_strings
     both = _Both()
     rendered = DocumentWrite(
         urn=both,
-        title=plain.title,
+        title=both,
         text=both,
         related_assets=plain.related_assets,
         created_at=WHEN,

@@ -95,13 +95,12 @@ def plan_writeback(
     writes: list[Write] = []
     for incident in sorted(incidents, key=lambda i: (i.model, i.id)):
         info = info_for(incident.check, infos)
-        # One title string for both writes: an estate plans half a million of them.
-        title = _title(incident)
-        named = (incident.entity, incident.model)  # one tuple for both writes too
-        native = _incident_write(incident, info, incident_types, title, named)
-        if native is not None:
-            writes.append(native)
-        writes.append(_document_write(incident, info, title, named))
+        named = (incident.entity, incident.model)  # one tuple for both writes
+        # One rendering for both writes and all their texts.
+        rendering = _Rendered(incident, info, _accepted(named, incident_types))
+        if rendering.entities:
+            writes.append(_incident_write(incident, info, rendering))
+        writes.append(_document_write(incident, named, rendering))
     open_kinds = {(i.entity, i.check) for i in everything if i.is_open} | set(held)
     for entity, check in sorted({(i.entity, i.check) for i in incidents}):
         tag = info_for(check, infos).tag
@@ -135,29 +134,22 @@ def _title(incident: Incident) -> str:
     return f"[mlcopilot] {kind} at {where} (model {short_name(incident.model)})"
 
 
-def _incident_write(
-    incident: Incident,
-    info: CheckInfo,
-    accepted: Collection[str] | None,
-    title: str,
-    named: tuple[Urn, Urn],
-) -> IncidentWrite | None:
-    entities = (
-        named
-        if accepted is None or all(_type(u) in accepted for u in named)
-        else tuple(u for u in named if _type(u) in accepted)
-    )
-    if not entities:
-        return None
-    rendering = _IncidentText(incident, entities)
+def _accepted(named: tuple[Urn, Urn], accepted: Collection[str] | None) -> tuple[Urn, ...]:
+    """Those of ``named`` a native incident may name (all of them when ``accepted`` is None)."""
+    if accepted is None or all(_type(u) in accepted for u in named):
+        return named
+    return tuple(u for u in named if _type(u) in accepted)
+
+
+def _incident_write(incident: Incident, info: CheckInfo, rendering: _Rendered) -> IncidentWrite:
     return IncidentWrite(
         urn=rendering,
         incident_type=info.incident_type,
         custom_type=info.custom_incident_type,
-        title=title,
+        title=rendering,
         description=rendering,
         priority=_PRIORITY[incident.severity],
-        entities=entities,
+        entities=rendering.entities,
         active=incident.is_open,
         created_at=incident.opened_at,
         status_changed_at=incident.resolved_at or incident.opened_at,
@@ -165,19 +157,26 @@ def _incident_write(
 
 
 @dataclass(frozen=True, slots=True)
-class _IncidentText(Rendering):
-    """A native incident's urn and description, made when read (a write's ``Rendering``).
+class _Rendered(Rendering):
+    """The texts of an incident's native incident and document, made when read.
 
-    One slotted object for both: the urn was a string of about 110 bytes held per write
-    (an estate's write-back plans 282,022 incidents and as many documents), and the
-    description a slotted callable of its own before that.
+    One slotted object for both writes and all their texts: an urn held as a string was about
+    110 bytes a write (an estate's write-back plans 282,022 incidents and as many documents),
+    and a title string and a rendering object each for the incident and its document were
+    52 MB of the plan (stage probe).
     """
 
     incident: Incident
+    info: CheckInfo
     entities: tuple[Urn, ...]
+    """What the native incident names (the description says what it leaves out; none: there
+    is no native incident, only the document)."""
 
     def urn(self) -> str:
         return incident_urn(self.incident)
+
+    def title(self) -> str:
+        return _title(self.incident)
 
     def description(self) -> str:
         """Its message, and its context's urn."""
@@ -192,20 +191,11 @@ class _IncidentText(Rendering):
         context = "\n".join([*left_out, f"Context: {document_urn(incident)}"])
         return f"{incident.message}\n\n{context}"
 
-
-@dataclass(frozen=True, slots=True)
-class _DocumentText(Rendering):
-    """An incident document's urn and markdown, made when read (see :class:`_IncidentText`)."""
-
-    incident: Incident
-    info: CheckInfo
-    title: str
-
-    def urn(self) -> str:
+    def document_urn(self) -> str:
         return document_urn(self.incident)
 
     def text(self) -> str:
-        return incident_document(self.incident, self.info, self.title)
+        return incident_document(self.incident, self.info)
 
 
 def _type(urn: Urn) -> str:
@@ -214,12 +204,11 @@ def _type(urn: Urn) -> str:
 
 
 def _document_write(
-    incident: Incident, info: CheckInfo, title: str, named: tuple[Urn, Urn]
+    incident: Incident, named: tuple[Urn, Urn], rendering: _Rendered
 ) -> DocumentWrite:
-    rendering = _DocumentText(incident, info, title)
     return DocumentWrite(
         urn=rendering,
-        title=title,
+        title=rendering,
         text=rendering,
         related_assets=named,
         created_at=incident.opened_at,
@@ -227,13 +216,10 @@ def _document_write(
     )
 
 
-def incident_document(incident: Incident, info: CheckInfo, title: str | None = None) -> str:
-    """The markdown body of an incident document: what, where, why it matters, what to do.
-
-    ``title``: the incident's title, when the caller has it made already.
-    """
+def incident_document(incident: Incident, info: CheckInfo) -> str:
+    """The markdown body of an incident document: what, where, why it matters, what to do."""
     lines = [
-        f"# {title if title is not None else _title(incident)}",
+        f"# {_title(incident)}",
         "",
         f"**Status:** {incident.state.value} · **Severity:** {incident.severity.value} · "
         f"**Check:** `{incident.check}` · **Incident:** `{incident.id}` "
