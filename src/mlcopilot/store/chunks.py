@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -19,3 +20,10 @@ def chunks(values: Sequence[T], size: int = IN_CHUNK) -> Iterator[list[T]]:
     """``values`` in order, ``size`` at a time."""
     for start in range(0, len(values), size):
         yield list(values[start : start + size])
+
+
+def batches(values: Iterable[T], size: int = WRITE_CHUNK) -> Iterator[list[T]]:
+    """``values`` in order, ``size`` at a time, taken as they come (not listed whole first)."""
+    them = iter(values)
+    while batch := list(islice(them, size)):
+        yield batch

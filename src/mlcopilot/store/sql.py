@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from functools import partial
 from importlib import resources
+from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -491,7 +492,7 @@ class SqlStore(ClosedOnExit):
         generation)`` order, so two scans touching the same incidents lock them in the same
         order.
         """
-        opened = sorted(changes.opened, key=lambda inc: (inc.id, inc.generation))
+        opened = _in_id_order(changes.opened)
         try:
             for part in chunks(opened, WRITE_CHUNK):
                 conn.execute(insert(t.incidents), [_incident_row(inc, run_id) for inc in part])
@@ -889,7 +890,7 @@ class SqlStore(ClosedOnExit):
             i.c.generation == bindparam("_generation"),
             i.c.state != IncidentState.RESOLVED.value,
         )
-        ordered = sorted(incidents, key=lambda inc: (inc.id, inc.generation))
+        ordered = _in_id_order(incidents)
         for part in chunks(ordered, WRITE_CHUNK):
             rows = [{**values(inc), "_id": inc.id, "_generation": inc.generation} for inc in part]
             if conn.execute(statement, rows).rowcount != len(rows):
@@ -1177,6 +1178,17 @@ def _jsonable(value: object) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return str(value)
+
+
+def _in_id_order(incidents: Sequence[Incident]) -> list[Incident]:
+    """``incidents`` in (id, generation) order.
+
+    Sorted twice by one attribute (stable sorts), not by an (id, generation) key: that is a
+    tuple an incident, and an estate's first scan opens 282,022 incidents.
+    """
+    ordered = sorted(incidents, key=attrgetter("generation"))
+    ordered.sort(key=attrgetter("id"))
+    return ordered
 
 
 def _chosen(baselines: Iterable[Baseline]) -> ChosenBaselines:
