@@ -8,6 +8,7 @@ the contract suites check their behaviour. The relay's side of the store is
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -650,6 +651,23 @@ class TimedWalk(Protocol):
 
     def walk_until(self, deadline: float | None) -> None:
         """Hold every call to ``deadline`` (a ``time.monotonic()``); None: no bound."""
+        ...
+
+
+@runtime_checkable
+class RescanWakeups(Protocol):
+    """A state store that tells its watchers when rescan requests come due (optional).
+
+    Without it (SQLite), a watcher finds requests other processes recorded at its next look.
+    """
+
+    def listen_for_rescans(self, wake: Callable[[], None], stop: threading.Event) -> bool:
+        """Call ``wake`` whenever any process makes requests due, until ``stop`` is set.
+
+        It is called once as soon as the store listens, for what came due before.
+        Returns False at once when this store cannot tell (its watchers poll); raises
+        :class:`~mlcopilot.errors.StoreError` when listening fails.
+        """
         ...
 
 

@@ -267,6 +267,28 @@ def test_two_watchers_share_the_full_rescan_each_model_once_each_notification_on
         assert len(slack.roots()) == len({r.group_key for r in rows if r.sink == "slack"})
 
 
+@pytest.mark.postgres
+def test_watchers_on_postgresql_are_woken_by_requests_another_process_makes(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No watcher looks for requests of its own accord within the test: only PostgreSQL's
+    # notifications bring in the other watcher's split and the other process's request.
+    monkeypatch.setattr(worker_module, "POLL", 3600.0)
+    path = tmp_path / "catalog.db"
+    catalog_of(path)
+    settings = settings_for(tmp_path, f"lite:{path}", pg_url)
+    options = WorkerOptions(rescan_interval=timedelta(hours=1), rescan_batch=5)
+    one = Worker(settings, DownstreamIndex(), options, owner="w1")
+    two = Worker(settings, DownstreamIndex(), options, owner="w2")
+    with open_store(pg_url) as store, running(one, two):
+        wait_until(lambda: full_rescan_done(store), "the start-up rescan")
+        assert sorted(scanned_since(pg_url, datetime.min.replace(tzinfo=UTC))) == MODELS
+        asked = datetime.now(UTC)
+        store.request_rescans([MODELS[0]], reason="an event another watcher heard", now=asked)
+        wait_until(lambda: scanned_since(pg_url, asked) == [MODELS[0]], "the rescan asked for")
+        assert store.rescans()[0].model == ALL_MODELS  # only the next hour's is left
+
+
 # --- a watcher killed while it holds a batch ---------------------------------------------------
 
 CHILD_LEASE = timedelta(seconds=2)

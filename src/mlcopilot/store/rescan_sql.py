@@ -27,6 +27,7 @@ from mlcopilot.model import Urn
 from mlcopilot.protocols import BATCH_PREFIX, RescanRequest, RescanSplit
 from mlcopilot.redact import redact
 from mlcopilot.store import schema as t
+from mlcopilot.store import wakeups
 from mlcopilot.store.chunks import chunks
 
 _REASON_LIMIT = 500
@@ -63,6 +64,7 @@ def request(conn: Connection, models: Sequence[Urn], *, reason: str, now: dateti
             for m in wanted
         ],
     )
+    wakeups.notify(conn)
     return len(set(wanted) - existing)
 
 
@@ -178,6 +180,8 @@ def split(
     ]
     for chunk in chunks(rows):
         conn.execute(insert(r), list(chunk))
+    if rows:
+        wakeups.notify(conn)  # every watcher on the database takes batches, not only this one
     return RescanSplit(batches=len(rows))
 
 
@@ -225,13 +229,14 @@ def complete(
     r = t.rescan_requests
     released = {"claimed_by": None, "claimed_at": None, "lease_until": None}
     done = 0
+    due_now = 0
     models = list(dict.fromkeys(item.model for item in requests))
     for chunk in chunks(models):
         held = and_(r.c.model.in_(chunk), r.c.claimed_by == owner)
         # Asked for again while being scanned: what changed may postdate what was read.
         # Released here, so they are no longer held for the statement after.
         asked_again = r.c.requested_at > r.c.claimed_at
-        done += int(
+        due_now += int(
             conn.execute(
                 update(r)
                 .where(held, asked_again)
@@ -248,7 +253,9 @@ def complete(
         else:
             result = conn.execute(delete(r).where(held))
         done += int(result.rowcount or 0)
-    return done
+    if due_now:
+        wakeups.notify(conn)
+    return done + due_now
 
 
 def fail(

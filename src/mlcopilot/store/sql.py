@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -81,7 +82,7 @@ from mlcopilot.model import (
     profile_to_json,
 )
 from mlcopilot.protocols import ClosedOnExit, RescanRequest, RescanSplit
-from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql
+from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql, wakeups
 from mlcopilot.store import schema as t
 from mlcopilot.store.baselines_sql import (
     baseline_from,
@@ -789,6 +790,18 @@ class SqlStore(ClosedOnExit):
         """Release requests after a failed scan, due again at ``retry_at``."""
         with self._write("recording a failed rescan") as conn:
             rescan_sql.fail(conn, requests, owner=owner, error=error, now=now, retry_at=retry_at)
+
+    def listen_for_rescans(self, wake: Callable[[], None], stop: threading.Event) -> bool:
+        """Call ``wake`` whenever any process makes rescan requests due on this database.
+
+        And once as soon as it listens. Until ``stop`` is set (:mod:`~mlcopilot.store.wakeups`). PostgreSQL only: on SQLite it
+        returns False at once, and watchers poll.
+        """
+        if self._engine.dialect.name != "postgresql":
+            return False
+        with self._errors("listening for rescan requests"):
+            wakeups.listen(self._engine, wake, stop)
+        return True
 
     def rescans(self) -> list[RescanRequest]:
         """Every waiting or claimed rescan request, by due time."""

@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING
 from mlcopilot.clock import SystemClock
 from mlcopilot.incidents.payload import SinkName
 from mlcopilot.lineage.downstream import DownstreamIndex
-from mlcopilot.protocols import ALL_MODELS, Catalog, RescanRequest, StateStore, WalkLimits
+from mlcopilot.protocols import (
+    ALL_MODELS,
+    Catalog,
+    RescanRequest,
+    RescanWakeups,
+    StateStore,
+    WalkLimits,
+)
 from mlcopilot.settings import Settings
 from mlcopilot.watch.relays import RelayProcess
 
@@ -149,6 +156,11 @@ class Worker:
         )
         scanner.start()
         self._threads.append(scanner)
+        listener = threading.Thread(
+            target=self._listener, name="mlcopilot-watch-listener", daemon=True
+        )
+        listener.start()
+        self._threads.append(listener)
         self._lease_thread = threading.Thread(
             target=self._renewer, name="mlcopilot-watch-lease", daemon=True
         )
@@ -190,6 +202,35 @@ class Worker:
                     if not self.run_once(store, service):
                         self._work.wait(POLL)
                         self._work.clear()
+            finally:
+                store.close()
+
+    def _listener(self) -> None:
+        """Wake the scanner whenever any process makes rescan requests due (PostgreSQL).
+
+        Another watcher's split, an event another watcher heard, ``mlcopilot rescan``: each is
+        looked at once, not at the next poll. Where the store cannot tell (SQLite), or while
+        listening fails, the scanner still looks every :data:`POLL` seconds.
+        """
+        from mlcopilot.scan.wiring import open_state
+
+        while not self._stop.is_set():
+            try:
+                store = open_state(self._settings, create=True)
+            except Exception:  # the scanner says so; it opens the same database
+                self._stop.wait(self._options.retry_backoff.total_seconds())
+                continue
+            try:
+                if not isinstance(store, RescanWakeups):
+                    return
+                if not store.listen_for_rescans(self.wake, self._stop):
+                    return
+            except Exception as exc:
+                self._warn(
+                    f"watch: stopped listening for rescan requests ({exc}); looking for them "
+                    f"every {POLL:.0f} s meanwhile"
+                )
+                self._stop.wait(self._options.retry_backoff.total_seconds())
             finally:
                 store.close()
 
