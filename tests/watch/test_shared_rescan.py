@@ -221,11 +221,10 @@ def delivered(store: SqlStore) -> bool:
 
 @pytest.mark.postgres
 def test_two_watchers_share_the_full_rescan_each_model_once_each_notification_once(
-    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pg_url: str
 ) -> None:
-    # Each watcher looks for batches every 50 ms rather than every second, so that both are
-    # looking while the batches last (a batch of this catalog scans in a fraction of a second).
-    monkeypatch.setattr(worker_module, "POLL", 0.05)
+    # A batch of this catalog scans in a fraction of a second, less than a watcher's poll: the
+    # other watcher takes batches because the split's notification wakes it.
     path = tmp_path / "catalog.db"
     catalog_of(path)
     slack = FakeSlack()
