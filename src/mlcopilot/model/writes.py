@@ -42,7 +42,7 @@ class Rendering:
     write-back plans 282,022 incidents and as many documents, and with their urns held as
     strings (about 110 bytes each) the plan added 100 MB to a second scan's RSS, 48 MB
     without; a title string and a rendering object each for the incident and its document
-    were 52 MB more (stage probe).
+    were 44 MB more (stage probe).
     """
 
     __slots__ = ()
