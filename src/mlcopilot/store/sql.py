@@ -794,8 +794,8 @@ class SqlStore(ClosedOnExit):
     def listen_for_rescans(self, wake: Callable[[], None], stop: threading.Event) -> bool:
         """Call ``wake`` whenever any process makes rescan requests due on this database.
 
-        And once as soon as it listens. Until ``stop`` is set (:mod:`~mlcopilot.store.wakeups`). PostgreSQL only: on SQLite it
-        returns False at once, and watchers poll.
+        And once as soon as it listens; until ``stop`` is set (:mod:`~mlcopilot.store.wakeups`).
+        PostgreSQL only: on SQLite it returns False at once, and watchers poll.
         """
         if self._engine.dialect.name != "postgresql":
             return False
