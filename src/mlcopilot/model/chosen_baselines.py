@@ -58,8 +58,7 @@ class ChosenBaselines:
         for baseline in baselines:
             if baseline.model != model:
                 raise ValueError(f"a baseline of {baseline.model} given as one of {model}'s")
-            by_dataset.pop(baseline.dataset, None)  # the last one given wins
-            by_dataset[baseline.dataset] = baseline
+            by_dataset[baseline.dataset] = baseline  # the last one given wins
         grouped: dict[tuple[BaselineSource, datetime], list[Baseline]] = {}
         for baseline in by_dataset.values():
             grouped.setdefault((baseline.source, baseline.captured_at), []).append(baseline)

@@ -206,8 +206,8 @@ def _store_schemas(conn: Connection, baselines: ChosenBaselines) -> dict[int, st
     """The digest of each schema object ``baselines`` hold, by ``id``, storing each first.
 
     Each object is encoded once (the models sharing a dataset share its :class:`Schema`) and
-    the new texts written :data:`WRITE_CHUNK` a statement in the order of the first dataset
-    holding them, so that two scans storing the same schemas take them in the same order.
+    the new texts written :data:`WRITE_CHUNK` a statement in the order of the least dataset
+    urn holding them, so that two scans storing the same schemas take them in the same order.
     """
     first: dict[int, tuple[Urn, Schema]] = {}
     for run in baselines.runs():
