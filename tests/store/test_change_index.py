@@ -6,43 +6,16 @@ given at two generations (a hand-made set of changes) keeps both, in the order g
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import dataclasses
 
-from mlcopilot.model import Incident, IncidentState, Severity
 from mlcopilot.store.chunks import batches
 from mlcopilot.store.notify_sql import _ById
-
-NOW = datetime(2026, 3, 1, tzinfo=UTC)
-MODEL = "urn:li:mlModel:m"
-
-
-def _incident(id_: str, generation: int = 1) -> Incident:
-    entity = f"urn:li:dataset:{id_}"
-    return Incident(
-        id=id_,
-        generation=generation,
-        state=IncidentState.OPEN,
-        check="schema_drift",
-        severity=Severity.HIGH,
-        model=MODEL,
-        entity=entity,
-        field=None,
-        change=None,
-        previous_field=None,
-        message="seen",
-        path=(MODEL, entity),
-        evidence={},
-        opened_at=NOW,
-        updated_at=NOW,
-        resolved_at=None,
-        acknowledged_at=None,
-        acknowledged_by=None,
-        resolution=None,
-    )
+from tests.test_model_incident import incident
 
 
 def test_each_id_gives_its_generations_in_the_order_given_and_others_none() -> None:
-    a1, b1, a2 = _incident("a"), _incident("b"), _incident("a", generation=2)
+    a1, b1 = incident("urn:li:dataset:a", "a"), incident("urn:li:dataset:b", "b")
+    a2 = dataclasses.replace(a1, generation=2)
     index = _ById.of([a1, b1, a2])
     assert index.get(a1.id) == (a1, a2)
     assert index.get(b1.id) == (b1,)
