@@ -137,7 +137,8 @@ def incident_targets(
     )
     # Read a chunk at a time, each id the caller's string and each list of targets one tuple
     # for all the groups naming it: a first scan of an estate asks of 282,022 incidents, and
-    # its rows held at once and decoded one by one added 65 MB to its peak (stage probe).
+    # its rows held at once took the scan from 990 MB after its commit to 1,055, above the
+    # commit's own peak of 1,029 (stage probe).
     given = {incident_id: incident_id for incident_id in ids}
     shared: dict[tuple[str, ...], tuple[str, ...]] = {}
     found: dict[tuple[str, int], tuple[str, ...]] = {}
