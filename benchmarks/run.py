@@ -98,10 +98,17 @@ def log(message: str) -> None:
 
 
 @contextmanager
-def serving(path: Path, latency: float) -> Iterator[dict[str, str]]:
-    """The stand-in serving ``path`` in its own process: ``{"url", "control", "pid"}``."""
+def serving(path: Path, latency: float, processes: int = 1) -> Iterator[dict[str, str]]:
+    """The stand-in serving ``path`` in its own process: ``{"url", "control", "pid"}``.
+
+    ``processes`` > 1: served read-only by that many processes, children of ``pid``
+    (:mod:`benchmarks.serve`).
+    """
     server = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.serve", str(path), "--latency", str(latency)],
+        [
+            *(sys.executable, "-m", "benchmarks.serve", str(path)),
+            *("--latency", str(latency), "--processes", str(processes)),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -121,6 +128,8 @@ def serving(path: Path, latency: float) -> Iterator[dict[str, str]]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
 
 
 def stats(control: str, before: float | None = None) -> dict[str, Any]:

@@ -8,6 +8,11 @@ handler time (which it measures per request) is reported next to them, never mix
 ``{"url": ..., "control": ...}``, then serves until stdin closes. The control server answers
 ``GET /stats`` (requests since the last clear: count, bytes, handler and injected seconds, by
 operation; ``?before=EPOCH_SECONDS`` for those done by then) and ``POST /clear``.
+
+``--processes N`` serves from N processes accepting on one listening socket, as GMS serves
+requests on all its cores where one Python process holds one: each holds its own index of the
+file, so they are read-only (a write is answered 500 and counted as an error), for benchmarks
+that only read, such as the shared rescan's. The control server then merges their figures.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ import argparse
 import json
 import math
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -76,9 +84,18 @@ def busy(requests: list[RecordedRequest], ends: list[float]) -> float:
     the ``duration_s`` before it recorded the request (its injected delay comes earlier,
     while it had parsed the request but not yet answered).
     """
-    spans = sorted((end - r.duration_s, end) for r, end in zip(requests, ends, strict=True))
+    return union(handler_spans(requests, ends))
+
+
+def handler_spans(requests: list[RecordedRequest], ends: list[float]) -> list[list[float]]:
+    """Each request's ``[start, end]`` of handler work (epoch seconds)."""
+    return [[end - r.duration_s, end] for r, end in zip(requests, ends, strict=True)]
+
+
+def union(spans: list[list[float]]) -> float:
+    """The seconds covered by at least one of ``spans``."""
     total, reach = 0.0, float("-inf")
-    for start, end in spans:
+    for start, end in sorted(spans):
         if end <= reach:
             continue
         total += end - max(start, reach)
@@ -120,10 +137,15 @@ class _Control(BaseHTTPRequestHandler):
         if split.path != "/stats":
             self._reply(404, {"error": self.path})
             return
-        before = parse_qs(split.query).get("before")
+        query = parse_qs(split.query)
+        before = query.get("before")
         recorder = self.server_under_test._recorder
         assert isinstance(recorder, StampedRecorder)
-        self._reply(200, summarize(*recorder.before(float(before[0]) if before else math.inf)))
+        requests, ends = recorder.before(float(before[0]) if before else math.inf)
+        summary = summarize(requests, ends)
+        if query.get("spans"):  # for the process merging several stand-ins' figures
+            summary["spans"] = handler_spans(requests, ends)
+        self._reply(200, summary)
 
     def do_POST(self) -> None:
         if self.path != "/clear":
@@ -141,31 +163,130 @@ class _Control(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-def serve(lite: Path, latency: float, partial_lineage: bool) -> None:
+class _Merging(_Control):
+    """The control server of a stand-in of several processes: asks each, merges."""
+
+    children: list[str]
+
+    def do_GET(self) -> None:
+        split = urlsplit(self.path)
+        if split.path != "/stats":
+            self._reply(404, {"error": self.path})
+            return
+        query = f"?{split.query}&spans=1" if split.query else "?spans=1"
+        figures = []
+        for control in self.children:
+            with urllib.request.urlopen(f"{control}/stats{query}", timeout=30) as response:
+                figures.append(json.load(response))
+        self._reply(200, merge(figures))
+
+    def do_POST(self) -> None:
+        if self.path != "/clear":
+            self._reply(404, {"error": self.path})
+            return
+        for control in self.children:
+            request = urllib.request.Request(f"{control}/clear", method="POST", data=b"")
+            urllib.request.urlopen(request, timeout=30).close()
+        self._reply(200, {"cleared": True})
+
+
+SUMMED = ("requests", "request_bytes", "response_bytes", "handler_s", "injected_s", "errors")
+
+
+def merge(figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary of several processes' figures (each with its ``spans``).
+
+    Handler-busy seconds are those during which a handler of any of them was working.
+    """
+    merged: dict[str, Any] = {key: sum(f[key] for f in figures) for key in SUMMED}
+    merged["handler_busy_s"] = union([span for f in figures for span in f["spans"]])
+    for key in ("by_operation", "handler_s_by_operation"):
+        total: Counter[str] = Counter()
+        for f in figures:
+            total.update(f[key])
+        merged[key] = dict(sorted(total.items()))
+    merged["requests_by_process"] = [f["requests"] for f in figures]
+    return merged
+
+
+def serve(lite: Path, latency: float, partial_lineage: bool, processes: int = 1) -> None:
     """Serve a copy of ``lite`` until stdin closes (writes never reach the cached catalog)."""
     workdir = Path(tempfile.mkdtemp(prefix="mlcopilot-bench-serve-"))
     try:
         copy = workdir / "catalog.db"
         shutil.copy(lite, copy)
-        # The copy is thrown away: an fsync per aspect written (Lite commits each one) would
-        # make the stand-in's disk, not DataHub's API, what a write-back waits for.
-        server = StandIn.from_lite(copy, durable=False)
-        server._recorder = StampedRecorder()
-        server.latency = latency
-        server.backend.partial_lineage = partial_lineage
-        with server:
-            handler = type("Control", (_Control,), {"server_under_test": server})
-            control = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-            control.daemon_threads = True
-            threading.Thread(target=control.serve_forever, daemon=True).start()
-            host, port = control.server_address[:2]
-            print(json.dumps({"url": server.url, "control": f"http://{host!s}:{port}"}))
-            sys.stdout.flush()
-            sys.stdin.read()  # the parent closes our stdin to stop us
-            control.shutdown()
-        server.stop()
+        if processes == 1:
+            _serve_one(copy, latency, partial_lineage)
+        else:
+            _serve_many(copy, latency, partial_lineage, processes)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _serve_one(
+    lite: Path, latency: float, partial_lineage: bool, listening: socket.socket | None = None
+) -> None:
+    # The copy is thrown away: an fsync per aspect written (Lite commits each one) would
+    # make the stand-in's disk, not DataHub's API, what a write-back waits for.
+    server = StandIn.from_lite(lite, durable=False)
+    server._recorder = StampedRecorder()
+    server.latency = latency
+    server.backend.partial_lineage = partial_lineage
+    if listening is not None:
+        server.backend.read_only = "one of several processes serving the file"
+    with server.start(listening):
+        handler = type("Control", (_Control,), {"server_under_test": server})
+        _control(handler, {"url": server.url})
+    server.stop()
+
+
+def _serve_many(lite: Path, latency: float, partial_lineage: bool, processes: int) -> None:
+    listening = socket.create_server(("127.0.0.1", 0), backlog=128)
+    command = [sys.executable, "-m", "benchmarks.serve", str(lite), "--latency", str(latency)]
+    command += ["--listen-fd", str(listening.fileno())]
+    if partial_lineage:
+        command.append("--partial-lineage")
+    children = [
+        subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            pass_fds=(listening.fileno(),),
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        for _ in range(processes)
+    ]
+    try:
+        controls = []
+        for child in children:
+            assert child.stdout is not None
+            line = child.stdout.readline()
+            if not line:
+                raise RuntimeError(f"a stand-in process did not start for {lite}")
+            controls.append(json.loads(line)["control"])
+        host, port = listening.getsockname()[:2]
+        listening.close()  # the children hold it
+        handler = type("Merging", (_Merging,), {"children": controls})
+        _control(handler, {"url": f"http://{host!s}:{port}"})
+    finally:
+        for child in children:
+            if child.stdin is not None:
+                child.stdin.close()
+        for child in children:
+            child.wait(timeout=30)
+
+
+def _control(handler: type[BaseHTTPRequestHandler], line: dict[str, Any]) -> None:
+    """Run the control server, print ``line`` with its address, serve until stdin closes."""
+    control = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    control.daemon_threads = True
+    threading.Thread(target=control.serve_forever, daemon=True).start()
+    host, port = control.server_address[:2]
+    print(json.dumps({**line, "control": f"http://{host!s}:{port}"}))
+    sys.stdout.flush()
+    sys.stdin.read()  # the parent closes our stdin to stop us
+    control.shutdown()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,8 +299,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="answer past GMS's relation cap with isPartial instead of an error",
     )
+    parser.add_argument(
+        "--processes", type=int, default=1, help="serve from this many processes (read-only)"
+    )
+    parser.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # one of --processes
     args = parser.parse_args(argv)
-    serve(args.lite, args.latency, args.partial_lineage)
+    if args.listen_fd is not None:  # serves the parent's copy in place, on its socket
+        _serve_one(
+            args.lite, args.latency, args.partial_lineage, socket.socket(fileno=args.listen_fd)
+        )
+    elif args.processes < 1:
+        parser.error("--processes must be at least 1")
+    else:
+        serve(args.lite, args.latency, args.partial_lineage, args.processes)
     return 0
 
 

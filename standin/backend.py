@@ -57,6 +57,9 @@ class Backend:
         self.search_lag_s = SEARCH_LAG_S
         self.clock_offset_s = 0.0  # added to the wall clock: the stand-in's own time
         self.incident_types = OLD_INCIDENT_ON  # what incidentInfo.entities may name through the API
+        # Why writes are refused (None: they are not): a stand-in of several processes, each
+        # with its own index of the file, would serve a write through one and not the others.
+        self.read_only: str | None = None
         for row in self.store.scan_latest():
             self.index.set_aspect(
                 row.urn, row.name, row.value, row.system_metadata.get("lastObserved")
@@ -93,6 +96,7 @@ class Backend:
         An entity written for the first time reaches the search index ``search_lag_s`` later;
         ``settled=True`` writes as an ingestion that finished long ago (searchable at once).
         """
+        self._writable()
         touched = self.store.write(to_record(i) for i in items)
         # The index has not seen this write yet: what it does not hold is new.
         new = set() if settled else {u for u, _ in touched if not self.index.exists(u)}
@@ -105,9 +109,14 @@ class Backend:
         return touched
 
     def delete(self, urn: str, aspect: str | None = None) -> list[tuple[str, str]]:
+        self._writable()
         removed = self.store.delete(urn, aspect)
         self._reindex(removed)
         return removed
+
+    def _writable(self) -> None:
+        if self.read_only is not None:
+            raise PermissionError(f"this stand-in is read-only: {self.read_only}")
 
     def _reindex(self, pairs: list[tuple[str, str]]) -> None:
         for urn, name in pairs:

@@ -7,6 +7,7 @@ or per GraphQL operation. The server binds 127.0.0.1 on a free port.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import traceback
@@ -124,12 +125,28 @@ class StandIn:
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> StandIn:
+    def start(self, listening: socket.socket | None = None) -> StandIn:
+        """Serve on a free port of 127.0.0.1, or accept on ``listening``.
+
+        ``listening`` is a socket already listening, which several stand-in processes share:
+        the kernel hands each connection to one of them, as GMS serves on all its cores.
+        """
         if self._httpd is not None:
             return self
         self._stopping.clear()
         handler = type("Handler", (_Handler,), {"standin": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        if listening is None:
+            self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        else:
+            self._httpd = ThreadingHTTPServer(
+                listening.getsockname(), handler, bind_and_activate=False
+            )
+            self._httpd.socket.close()
+            # Every process sharing it wakes for a connection one of them accepts: the others'
+            # accept must fail at once (socketserver then waits again), not block, or they
+            # would never see shutdown() until another connection came.
+            listening.setblocking(False)
+            self._httpd.socket = listening
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
