@@ -47,10 +47,15 @@ class QueueSource(EventSource):  # type: ignore[misc]  # untyped base class
     """Yields the envelopes a test puts on :data:`FEED` until the pipeline is stopped."""
 
     acked: ClassVar[list[tuple[EventEnvelope, bool]]] = []
+    made: ClassVar[list[QueueSource]] = []
+
+    def __init__(self) -> None:
+        self.closed = False
 
     @classmethod
     def create(cls, config_dict: dict[str, Any], ctx: PipelineContext) -> QueueSource:
-        return cls()
+        cls.made.append(cls())
+        return cls.made[-1]
 
     def events(self) -> Iterable[EventEnvelope]:
         while not self.stop_requested():
@@ -63,7 +68,7 @@ class QueueSource(EventSource):  # type: ignore[misc]  # untyped base class
         QueueSource.acked.append((event, processed))
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
 
 FEED: queue.Queue[EventEnvelope] = queue.Queue()
@@ -155,6 +160,24 @@ def watcher(isolated_home: Path) -> Iterator[Watcher]:
         made.pipeline.stop()
         made.thread.join(30)
         made.pipeline.close()
+
+
+def test_an_action_that_cannot_start_closes_the_event_source_it_was_given(
+    isolated_home: Path,
+) -> None:
+    """Pipeline.create opens the source before the action: a Kafka consumer left open would
+    poll the broker for as long as the process lives."""
+    load("01_catalog.json")
+    settings = load_settings()
+    config = config_for(settings)
+    config["source"] = {"type": "mlcopilot-test-queue", "config": {}}
+    config["action"]["config"]["catalog"] = f"lite:{isolated_home / 'nowhere' / 'catalog.db'}"
+    QueueSource.made = []
+    with pytest.raises(Exception, match="instantiate Action") as failed:
+        Pipeline.create(config)
+    assert "nowhere" in str(failed.value.__cause__ or failed.value.__context__)
+    [source] = QueueSource.made
+    assert source.closed
 
 
 def drifts(w: Watcher) -> list[Incident]:

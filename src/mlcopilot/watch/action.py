@@ -77,7 +77,21 @@ class MlcopilotAction(Action):
 
     @classmethod
     def create(cls, config_dict: dict[str, Any], ctx: PipelineContext) -> MlcopilotAction:
-        """Read the settings, walk every watched model once, start the worker."""
+        """Read the settings, walk every watched model once, start the worker.
+
+        If it cannot start, it closes the event source the pipeline opened before it:
+        datahub-actions' ``Pipeline.create`` leaves it open, and its Kafka consumer would go
+        on polling the broker for as long as the process lives.
+        """
+        try:
+            return cls._start(config_dict, ctx)
+        except BaseException:
+            if ctx.event_source is not None:
+                ctx.event_source.close()
+            raise
+
+    @classmethod
+    def _start(cls, config_dict: dict[str, Any], ctx: PipelineContext) -> MlcopilotAction:
         from mlcopilot.scan.wiring import open_catalog, open_state
 
         config = ActionConfig.model_validate(config_dict or {})
