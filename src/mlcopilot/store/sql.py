@@ -46,7 +46,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.exc import (
     ArgumentError,
@@ -78,11 +77,16 @@ from mlcopilot.model import (
     SinkRef,
     Urn,
     WatchedGroup,
-    profile_from_json,
-    profile_to_json,
 )
 from mlcopilot.protocols import ClosedOnExit, RescanRequest, RescanSplit
-from mlcopilot.store import groups_sql, notify_sql, outbox_sql, rescan_sql, wakeups
+from mlcopilot.store import (
+    groups_sql,
+    notify_sql,
+    outbox_sql,
+    profiles_sql,
+    rescan_sql,
+    wakeups,
+)
 from mlcopilot.store import schema as t
 from mlcopilot.store.baselines_sql import (
     baseline_from,
@@ -271,21 +275,15 @@ class SqlStore(ClosedOnExit):
 
     def profile_baselines_of(self, models: Sequence[Urn]) -> dict[Urn, list[ProfileBaseline]]:
         """Every stored profile baseline of each of ``models`` (every one a key), by dataset."""
-        p = t.profile_baselines
-        found: dict[Urn, list[ProfileBaseline]] = {model: [] for model in models}
         with self._read("reading profile baselines") as conn:
-            for chunk in chunks(list(found)):
-                query = select(p).where(p.c.model.in_(chunk)).order_by(p.c.model, p.c.dataset)
-                for row in conn.execute(query):
-                    found[row.model].append(_profile_baseline_from(row))
-        return found
+            return profiles_sql.read_profile_baselines(conn, models)
 
     def save_profile_baselines(self, baselines: Sequence[ProfileBaseline]) -> None:
         """Insert or replace profile baselines, one per model and dataset (the last one wins)."""
         if not baselines:
             return
         with self._write("saving profile baselines") as conn:
-            _upsert_profile_baselines(conn, baselines)
+            profiles_sql.upsert_profile_baselines(conn, baselines)
 
     # --- incidents
 
@@ -466,7 +464,7 @@ class SqlStore(ClosedOnExit):
         }
         with self._deadlock_is_a_conflict(), self._write("recording the scan") as conn:
             upsert_baselines(conn, _chosen(baselines))
-            _upsert_profile_baselines(conn, profile_baselines)
+            profiles_sql.upsert_profile_baselines(conn, profile_baselines)
             key = conn.execute(insert(t.scan_runs), run).inserted_primary_key
             assert key is not None  # both engines report autoincrement keys
             run_id = int(key[0])
@@ -1207,51 +1205,6 @@ def _in_id_order(incidents: Sequence[Incident]) -> list[Incident]:
 def _chosen(baselines: Iterable[Baseline]) -> ChosenBaselines:
     """``baselines`` as a scan holds its new ones (a scan's own are given so already)."""
     return baselines if isinstance(baselines, ChosenBaselines) else ChosenBaselines(baselines)
-
-
-def _profile_baseline_from(row: Row[Any]) -> ProfileBaseline:
-    m = row._mapping
-    raw = m["profile"]
-    profile = profile_from_json(raw) if isinstance(raw, Mapping) else None
-    if profile is None:
-        raise StoreError(
-            f"the stored profile baseline of {m['dataset']} for {m['model']} is unreadable "
-            "(no timestampMillis); accept a new one with `mlcopilot baseline accept`"
-        )
-    return ProfileBaseline(
-        model=m["model"],
-        dataset=m["dataset"],
-        profile=profile,
-        source=m["source"],
-        captured_at=m["captured_at"],
-    )
-
-
-def _upsert_profile_baselines(conn: Connection, baselines: Sequence[ProfileBaseline]) -> None:
-    rows: dict[tuple[Urn, Urn], dict[str, Any]] = {}
-    for b in baselines:
-        require_aware("captured_at", b.captured_at)
-        rows[(b.model, b.dataset)] = {
-            "model": b.model,
-            "dataset": b.dataset,
-            "profile": profile_to_json(b.profile),
-            "source": b.source,
-            "captured_at": b.captured_at,
-        }
-    if not rows:
-        return
-    table = t.profile_baselines
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(table)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[table.c.model, table.c.dataset],
-        set_={
-            "profile": stmt.excluded.profile,
-            "source": stmt.excluded.source,
-            "captured_at": stmt.excluded.captured_at,
-        },
-    )
-    conn.execute(stmt, list(rows.values()))
 
 
 def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:
