@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,13 +42,6 @@ def lite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def two(lite: Path) -> Iterator[dict[str, str]]:
-    """The stand-in served by two processes."""
-    with serving(lite, 0.0, processes=2) as server:
-        yield server
-
-
 def connect(url: str) -> http.client.HTTPConnection:
     address = urlsplit(url)
     assert address.hostname is not None
@@ -79,50 +71,32 @@ def ingest(url: str) -> tuple[int, str]:
         connection.close()
 
 
-def test_two_processes_share_the_connections_and_their_figures_are_merged(
-    two: dict[str, str],
-) -> None:
-    clear_stats(two["control"])
-    # Each connection is accepted by one process; 40 of them reach both.
-    for _ in range(40):
-        connection = connect(two["url"])
-        try:
-            assert get_config(connection) == 200
-        finally:
-            connection.close()
-    figures = stats(two["control"])
-    assert figures["requests"] == 40
-    assert figures["by_operation"] == {"GET /config": 40}
-    assert sorted(figures["requests_by_process"])[0] > 0
-    assert sum(figures["requests_by_process"]) == 40
-    assert 0 < figures["handler_busy_s"] <= figures["handler_s"] + 1e-6  # a union of spans
+def test_two_processes_share_the_work_refuse_writes_and_stop_together(lite: Path) -> None:
+    with serving(lite, 0.0, processes=2) as two:
+        children = children_of(int(two["pid"]))
+        clear_stats(two["control"])
+        # Each connection is accepted by one process; 40 of them reach both.
+        for _ in range(40):
+            connection = connect(two["url"])
+            try:
+                assert get_config(connection) == 200
+            finally:
+                connection.close()
+        figures = stats(two["control"])
+        assert figures["requests"] == 40
+        assert figures["by_operation"] == {"GET /config": 40}
+        assert sorted(figures["requests_by_process"])[0] > 0
+        assert sum(figures["requests_by_process"]) == 40
+        assert 0 < figures["handler_busy_s"] <= figures["handler_s"] + 1e-6  # a union of spans
 
-    clear_stats(two["control"])
-    assert stats(two["control"])["requests"] == 0
+        clear_stats(two["control"])
+        assert stats(two["control"])["requests"] == 0
 
-
-def test_a_write_to_a_stand_in_of_several_processes_is_refused(two: dict[str, str]) -> None:
-    clear_stats(two["control"])
-    status, body = ingest(two["url"])
-    assert status == 500, body
-    assert stats(two["control"])["errors"] == 1
-
-
-def test_one_process_still_writes(lite: Path) -> None:
-    with serving(lite, 0.0) as server:
-        status, body = ingest(server["url"])
-    assert status == 200, body
-
-
-def test_every_process_stops_with_the_stand_in(lite: Path) -> None:
-    """A process that lost the race for a connection does not hang in ``accept`` at the end."""
-    with serving(lite, 0.0, processes=2) as server:
-        children = children_of(int(server["pid"]))
-        connection = connect(server["url"])
-        try:
-            assert get_config(connection) == 200  # one accepts; both were woken
-        finally:
-            connection.close()
+        # A write one process's index would hold and the other's not: refused, counted.
+        status, body = ingest(two["url"])
+        assert status == 500, body
+        assert stats(two["control"])["errors"] == 1
+    # The processes that lost the race for each connection did not hang in accept.
     assert len(children) == 2
     left = [pid for pid in children if (fields := proc_stat(pid)) is not None and fields[0] != "Z"]
     assert left == []
