@@ -44,8 +44,7 @@ from testing.fakes.slack import FakeSlack
 from testing.notify_world import notify_env
 from testing.plugin_install import OFFLINE, install_into_venv, pip, source_copy
 
-# One worker installs the plugin once a layout (each xdist worker would, apart).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check_plugin")]
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "check-plugin"

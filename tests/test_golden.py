@@ -38,11 +38,9 @@ GOLDEN = SAMPLES / "golden"
 FILES = sorted(GOLDEN.glob("*.json")) + sorted(SAMPLES.glob("*.json"))
 NOW = "2026-11-29T00:00:00Z"
 
-pytestmark = [
-    pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"DataHub's golden files not found at {GOLDEN}"),
-    # One worker loads and serves the golden files once (each xdist worker would, apart).
-    pytest.mark.xdist_group("golden"),
-]
+pytestmark = pytest.mark.skipif(
+    not GOLDEN.is_dir(), reason=f"DataHub's golden files not found at {GOLDEN}"
+)
 
 
 # --- facts read from the file itself ------------------------------------------------------

@@ -38,9 +38,6 @@ from tests.catalog.datahub_backend import needs_standin, start_standin
 from tests.catalog.mcp_backend import mcp_catalog_for
 from tests.conftest import DEMO_DATA
 
-# One worker builds the chain and the wide lineage once (each xdist worker would, apart).
-pytestmark = pytest.mark.xdist_group("scale")
-
 MCPs = list[MetadataChangeProposalWrapper]
 CHAIN = 1000
 WIDE = 201  # x 200 upstreams each: 40,200 edges, but ~400 entities for GMS's maxRelations

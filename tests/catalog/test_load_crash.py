@@ -28,8 +28,7 @@ from benchmarks.generate import Shape, write
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.errors import CatalogError
 
-# One worker writes the big metadata file once (each xdist worker would, apart).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("load_crash")]
+pytestmark = pytest.mark.slow
 
 DEMO = Path(__file__).parents[2] / "src" / "mlcopilot" / "demo_data" / "01_catalog.json"
 ROOT = Path(__file__).parents[2]
