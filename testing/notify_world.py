@@ -163,7 +163,9 @@ class World:
             acknowledging=fields.get("acknowledging", base.acknowledging),
         )
 
-    def scan(self, store: SqlStore | None = None, **overrides: Any) -> ScanResult:
+    def scan(
+        self, store: SqlStore | None = None, *, report_targets: bool = True, **overrides: Any
+    ) -> ScanResult:
         with ExitStack() as stack:
             catalog = stack.enter_context(LiteCatalog(self.catalog_path))
             if store is None:
@@ -172,7 +174,7 @@ class World:
                 catalog,
                 store,
                 scripted_checks(self.script),
-                ScanOptions(now=self.clock.now()),
+                ScanOptions(now=self.clock.now(), report_targets=report_targets),
                 delivery=self.delivery(catalog, **overrides),
             )
 

@@ -62,6 +62,17 @@ def test_each_team_hears_of_its_own_model_in_its_own_channel(tmp_path: Path) -> 
         assert "<@bob" not in text_of(payments)
 
 
+def test_a_scan_reports_where_each_incident_went_unless_told_not_to(tmp_path: Path) -> None:
+    """A watcher's scans leave the read (it renders no report); a scan's report has it."""
+    with teams_world(tmp_path) as w:
+        told = w.scan(report_targets=False)
+        assert told.changes.opened
+        assert told.targets == {}
+        again = w.scan()
+        assert set(again.targets) == {(i.id, i.generation) for i in told.changes.opened}
+        assert all("github" in sinks for sinks in again.targets.values())
+
+
 def test_the_thread_stays_in_the_channel_it_started_in(tmp_path: Path) -> None:
     with teams_world(tmp_path) as w:
         w.scan()

@@ -328,7 +328,9 @@ class Worker:
             # The clock is read now, not at the claim: another watcher's scan may have been
             # committed meanwhile, and a scan never runs on a clock earlier than the last one's.
             def scan_at(now: datetime) -> ScanResult:
-                options = ScanOptions(now=now, models=models, limits=self._options.limits)
+                options = ScanOptions(
+                    now=now, models=models, limits=self._options.limits, report_targets=False
+                )
                 # Committed as outbox rows; the relay processes deliver them (woken below).
                 return service.scan(catalog, store, options, clock=SystemClock(), deliver=False)
 
