@@ -66,14 +66,15 @@ LATENCY = 0.02
 """Seconds the DataHub stand-in adds to every request."""
 STANDIN_PROCESSES = 2
 """Processes serving the stand-in (read-only: write-back is off). A real GMS answers on all
-its cores; one Python process holds one (its GIL), and with two watchers it was busy for most
-of the rescan (session 18): the limit measured was the stand-in's, not the product's."""
+its cores; one Python process holds one (its GIL), and with two watchers it was busy for more
+than half of the rescan (session 18): what was measured was the stand-in's limit."""
 BATCH = 250
 """``watch.rescan_batch`` of the shared runs (the setting's default)."""
 SHARED, ALONE = "shared", "independent"
 REPEAT = 3
 """Runs of one and of two watchers at the default batch, alternated: the speed-up compares
-their medians. The same run varied by a quarter on this host (36.3 and 47.6 s, session 19)."""
+their medians. Single runs vary on this host: two watchers 20.6-24.0 s within 15 minutes,
+one watcher 36.3 s and, ten minutes later with a few more log lines, 47.6 s (session 19)."""
 RUNS = (
     (SHARED, 1, 0),
     *((SHARED, 1, BATCH), (SHARED, 2, BATCH)) * REPEAT,

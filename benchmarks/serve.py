@@ -270,6 +270,7 @@ def _serve_many(lite: Path, latency: float, partial_lineage: bool, processes: in
         handler = type("Merging", (_Merging,), {"children": controls})
         _control(handler, {"url": f"http://{host!s}:{port}"})
     finally:
+        listening.close()
         for child in children:
             if child.stdin is not None:
                 child.stdin.close()
@@ -290,7 +291,7 @@ def _control(handler: type[BaseHTTPRequestHandler], line: dict[str, Any]) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m benchmarks.serve LITE_FILE [--latency S]``."""
+    """Command line: ``python -m benchmarks.serve LITE_FILE [--latency S] [--processes N]``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("lite", type=Path)
     parser.add_argument("--latency", type=float, default=0.02)
