@@ -75,7 +75,7 @@ def test_two_processes_share_the_work_refuse_writes_and_stop_together(lite: Path
     with serving(lite, 0.0, processes=2) as two:
         children = children_of(int(two["pid"]))
         clear_stats(two["control"])
-        # Each connection is accepted by one process; 40 of them reach both.
+        # The kernel hands each connection to one process, by its address: 40 reach both.
         for _ in range(40):
             connection = connect(two["url"])
             try:
@@ -96,7 +96,7 @@ def test_two_processes_share_the_work_refuse_writes_and_stop_together(lite: Path
         status, body = ingest(two["url"])
         assert status == 500, body
         assert stats(two["control"])["errors"] == 1
-    # The processes that lost the race for each connection did not hang in accept.
+    # Every process stopped with the stand-in: none is left serving the port.
     assert len(children) == 2
     left = [pid for pid in children if (fields := proc_stat(pid)) is not None and fields[0] != "Z"]
     assert left == []
