@@ -128,9 +128,9 @@ class StandIn:
     def start(self, listening: socket.socket | None = None) -> StandIn:
         """Serve on a free port of 127.0.0.1, or accept on ``listening``.
 
-        ``listening`` is a socket already listening: one of several stand-in processes on
-        one port (``SO_REUSEPORT``), or one socket they share; either way the kernel hands
-        each connection to one of them, as GMS serves on all its cores.
+        ``listening`` is a socket already listening: each of several stand-in processes
+        listens on one port with ``SO_REUSEPORT``, and the kernel hands each connection to
+        one of them, as GMS serves on all its cores.
         """
         if self._httpd is not None:
             return self
@@ -143,10 +143,6 @@ class StandIn:
                 listening.getsockname(), handler, bind_and_activate=False
             )
             self._httpd.socket.close()
-            # Every process sharing one socket wakes for a connection one of them accepts: the
-            # others' accept must fail at once (socketserver then waits again), not block, or
-            # they would never see shutdown() until another connection came.
-            listening.setblocking(False)
             self._httpd.socket = listening
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
