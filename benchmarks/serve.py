@@ -242,45 +242,46 @@ def _serve_one(
 
 
 def _serve_many(lite: Path, latency: float, partial_lineage: bool, processes: int) -> None:
-    # Holds the port (bound, never listening: no connection is handed to it) until every
-    # process listens on it. One socket shared by all instead would hand each connection to
-    # whichever woke first: measured, one process took 342 of 354 requests.
-    reserved = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    reserved.bind(("127.0.0.1", 0))
-    host, port = reserved.getsockname()[:2]
-    command = [sys.executable, "-m", "benchmarks.serve", str(lite), "--latency", str(latency)]
-    command += ["--port", str(port)]
-    if partial_lineage:
-        command.append("--partial-lineage")
-    children = [
-        subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).resolve().parent.parent,
-        )
-        for _ in range(processes)
-    ]
-    try:
-        controls = []
-        for child in children:
-            assert child.stdout is not None
-            line = child.stdout.readline()
-            if not line:
-                raise RuntimeError(f"a stand-in process did not start for {lite}")
-            controls.append(json.loads(line)["control"])
-        reserved.close()  # every process listens on the port now
-        handler = type("Merging", (_Merging,), {"children": controls})
-        _control(handler, {"url": f"http://{host!s}:{port}"})
-    finally:
-        reserved.close()
-        for child in children:
-            if child.stdin is not None:
-                child.stdin.close()
-        for child in children:
-            child.wait(timeout=30)
+    # Holds the port (bound, never listening: no connection is handed to it) while the
+    # processes start and listen on it. One socket shared by all instead spread connections
+    # unevenly: in one rescan run one process took 342 of 354 requests.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as reserved:
+        reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        reserved.bind(("127.0.0.1", 0))
+        host, port = reserved.getsockname()[:2]
+        command = [sys.executable, "-m", "benchmarks.serve", str(lite), "--latency", str(latency)]
+        command += ["--port", str(port)]
+        if partial_lineage:
+            command.append("--partial-lineage")
+        children: list[subprocess.Popen[str]] = []
+        try:
+            for _ in range(processes):  # started together, each reading the file
+                children.append(
+                    subprocess.Popen(
+                        command,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        text=True,
+                        cwd=Path(__file__).resolve().parent.parent,
+                    )
+                )
+            controls = []
+            for child in children:
+                assert child.stdout is not None
+                line = child.stdout.readline()  # once it listens
+                if not line:
+                    raise RuntimeError(f"a stand-in process did not start for {lite}")
+                controls.append(json.loads(line)["control"])
+            handler = type("Merging", (_Merging,), {"children": controls})
+            _control(handler, {"url": f"http://{host!s}:{port}"})
+        finally:
+            for child in children:
+                if child.stdin is not None:
+                    child.stdin.close()
+            for child in children:
+                child.wait(timeout=30)
+                if child.stdout is not None:
+                    child.stdout.close()
 
 
 def _control(handler: type[BaseHTTPRequestHandler], line: dict[str, Any]) -> None:
