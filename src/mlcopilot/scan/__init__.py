@@ -68,8 +68,8 @@ class ScanOptions:
     stops with :class:`~mlcopilot.errors.CatalogUnavailable`, having recorded nothing."""
     report_targets: bool = True
     """Read, after the commit, where each incident's notifications went (the report's
-    ``targets``). A watcher renders no report and leaves it: at 0.45 s a batch of 250 models
-    on an estate sharing its upstream, it was a sixteenth of the batch."""
+    ``targets``). A watcher renders no report and leaves it: 0.45 s of a 7.7 s batch of 250
+    models on an estate sharing its upstream (profiled in process)."""
 
 
 @dataclass(frozen=True, slots=True)
