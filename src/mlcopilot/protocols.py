@@ -621,6 +621,25 @@ class EntityCensus(Protocol):
 
 
 @runtime_checkable
+class ModelIndex(Protocol):
+    """A catalog that can list its models from an index, without reading them (optional).
+
+    Listing is :meth:`Catalog.models`' first step on DataHub: its search index. ``models()``
+    then reads every model's aspects to drop those gone or soft-deleted since the index was
+    written. A full rescan need not: each of its batches reads its models anyway, and skips
+    those.
+    """
+
+    def indexed_models(self) -> list[Urn]:
+        """Every ML model the index lists, sorted.
+
+        It may still list models deleted or soft-deleted since it was written (DataHub's
+        search, asked as ``datahub:`` asks it, lists soft-deleted ones).
+        """
+        ...
+
+
+@runtime_checkable
 class OwnerDirectory(Protocol):
     """A catalog that says how to reach the owners it records (optional).
 

@@ -30,6 +30,7 @@ from mlcopilot.model import (
     Write,
 )
 from mlcopilot.protocols import Catalog, WalkLimits
+from mlcopilot.scan.shared import rescan_models
 from testing.builders import (
     T0,
     data_job,
@@ -101,6 +102,23 @@ class CatalogContract:
     def test_models_skips_soft_deleted_models(self, make_catalog: MakeCatalog) -> None:
         catalog = make_catalog([*ml_model("live", removed=False), *ml_model("gone", removed=True)])
         assert catalog.models() == [model_urn("live")]
+
+    def test_a_full_rescan_lists_every_model_models_lists_and_no_other_entity(
+        self, make_catalog: MakeCatalog
+    ) -> None:
+        catalog = make_catalog(
+            [
+                *ml_model("live", removed=False),
+                *ml_model("gone", removed=True),
+                *dataset("raw.customers", fields=[("id", "string")]),
+            ]
+        )
+        # From an index, soft-deleted models may be listed too (DataHub's search through
+        # datahub: lists them, mcp-server-datahub's does not): each batch's scan skips them.
+        listed = rescan_models(catalog)
+        assert listed == sorted(listed), listed
+        assert {model_urn("live")} == set(catalog.models()) <= set(listed), listed
+        assert set(listed) <= {model_urn("live"), model_urn("gone")}, listed
 
     def test_models_is_empty_without_models(self, make_catalog: MakeCatalog) -> None:
         catalog = make_catalog(dataset("raw.customers", fields=[("id", "string")]))

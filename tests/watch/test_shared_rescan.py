@@ -183,6 +183,35 @@ def test_a_watcher_started_during_a_full_rescan_joins_it(tmp_path: Path, state_u
     assert sorted(scanned_since(state_url, started)) == MODELS
 
 
+def test_the_split_lists_models_from_datahubs_index_and_batches_skip_the_soft_deleted(
+    tmp_path: Path, state_url: str, standin_factory: StandInFactory
+) -> None:
+    names = NAMES[:4]
+    records = [mcp for n in names for mcp in dataset(table(n), fields=[("a", "string")])]
+    for n in names:  # m01 soft-deleted: still in the search index, as GMS keeps it
+        records += ml_model(n, training_data=[table(n)], removed=True if n == "m01" else None)
+    server = standin_factory(records)
+    settings = settings_for(tmp_path, f"datahub:{server.url}", state_url)
+    service = Service.from_settings(settings)
+    options = WorkerOptions(rescan_interval=timedelta(hours=1), rescan_batch=2)
+    one = Worker(settings, DownstreamIndex(), options, owner="w1")
+    with open_store(state_url) as store:
+        started = datetime.now(UTC)
+        store.request_rescans([ALL_MODELS], reason="watch started", now=started)
+        server.clear_requests()
+        assert one.run_once(store, service)  # claims "*" and splits it
+        # The split asked DataHub's search only: no model's aspects were read to make it.
+        assert {r.operation for r in server.requests} == {"mlcopilotSearch"}
+        batches = [r.models for r in store.rescans() if r.is_batch]
+        assert sorted(m for b in batches for m in b) == sorted(model_urn(n) for n in names)
+        while one.run_once(store, service):
+            pass
+        assert full_rescan_done(store)
+    # The soft-deleted model was in a batch and not scanned, as `mlcopilot scan` lists none.
+    scanned = scanned_since(state_url, started)
+    assert sorted(scanned) == sorted(model_urn(n) for n in names if n != "m01")
+
+
 def test_an_events_rescan_goes_before_the_full_rescans_batches(
     tmp_path: Path, state_url: str
 ) -> None:

@@ -313,6 +313,7 @@ class Worker:
     ) -> None:
         from mlcopilot.scan import ScanOptions
         from mlcopilot.scan.selection import on_shared_clock
+        from mlcopilot.scan.shared import still_listed
 
         full = [r for r in claimed if r.model == ALL_MODELS]
         if full:
@@ -322,8 +323,12 @@ class Worker:
         asked = dict.fromkeys(m for r in claimed for m in (r.models or (r.model,)))
         wanted = [m for m in asked if self._index.watches(m)]
         found = catalog.nodes(wanted) if wanted else {}
-        models = [m for m in wanted if found[m].exists]
         self._index.forget(m for m in wanted if not found[m].exists)
+        if any(r.is_batch for r in claimed):
+            # A full rescan's batches hold the models the catalog's index listed (rescan_models).
+            models = still_listed(wanted, found)
+        else:  # asked for by an event: scanned while it exists
+            models = [m for m in wanted if found[m].exists]
         if models:
             # The clock is read now, not at the claim: another watcher's scan may have been
             # committed meanwhile, and a scan never runs on a clock earlier than the last one's.
@@ -352,8 +357,10 @@ class Worker:
         self, catalog: Catalog, store: StateStore, full: list[RescanRequest], now: datetime
     ) -> None:
         """Split the full rescan into batch requests (or join the one under way); reschedule it."""
+        from mlcopilot.scan.shared import rescan_models
+
         interval = self._options.rescan_interval
-        models = list(self._options.models) or catalog.models()
+        models = list(self._options.models) or rescan_models(catalog)
         split = store.split_rescan(
             models,
             size=self._options.rescan_batch,
@@ -366,8 +373,8 @@ class Worker:
         )
         if split.batches:
             self._say(
-                f"watch: full rescan of {len(models)} model(s) ({_reasons(full)}) split into "
-                f"{split.batches} batch(es) of up to {self._options.rescan_batch}"
+                f"watch: full rescan of {len(models)} listed model(s) ({_reasons(full)}) split "
+                f"into {split.batches} batch(es) of up to {self._options.rescan_batch}"
             )
         elif split.held:
             self._say(

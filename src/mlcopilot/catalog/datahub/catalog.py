@@ -423,6 +423,13 @@ class DataHubCatalog(ClosedOnExit):
             if ax.exists(bundles[urn].aspects) and not ax.is_removed(bundles[urn].aspects)
         )
 
+    def indexed_models(self) -> list[Urn]:
+        """Every ML model DataHub's search index lists, sorted; no aspect is read.
+
+        See :class:`~mlcopilot.protocols.ModelIndex`: soft-deleted models are listed too.
+        """
+        return sorted(self.search_urns("MLMODEL"))
+
     def search_urns(self, entity_type: str, limit: int | None = None) -> list[Urn]:
         """Urns of one GraphQL entity type (e.g. ``MLMODEL``) from DataHub's search index.
 

@@ -279,6 +279,13 @@ class McpCatalog(ClosedOnExit):
         nodes = self._sdk.nodes(candidates)
         return sorted(u for u in candidates if nodes[u].exists and not nodes[u].removed)
 
+    def indexed_models(self) -> list[Urn]:
+        """Every ML model the server's ``search`` tool lists, sorted; no aspect is read.
+
+        See :class:`~mlcopilot.protocols.ModelIndex` (this search leaves soft-deleted out).
+        """
+        return sorted(self._search("mlModel"))
+
     def nodes(self, urns: Sequence[Urn]) -> dict[Urn, Node]:
         """The current metadata of each urn (SDK batches; cached for this scan)."""
         return self._sdk.nodes(urns)
