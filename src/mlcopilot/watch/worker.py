@@ -32,7 +32,8 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -186,24 +187,15 @@ class Worker:
     # --- the scanner
 
     def _scanner(self) -> None:
-        from mlcopilot.scan.wiring import open_state
         from mlcopilot.service import Service
 
         service = Service.from_settings(self._settings)
-        while not self._stop.is_set():
-            try:
-                store = open_state(self._settings, create=True)
-            except Exception as exc:  # the database is down: say so, try again
-                self._warn(f"watch: cannot open the state database: {exc}")
-                self._stop.wait(self._options.retry_backoff.total_seconds())
-                continue
-            try:
+        with closing(self._opened_states(say_why=True)) as states:
+            for store in states:
                 while not self._stop.is_set():
                     if not self.run_once(store, service):
                         self._work.wait(POLL)
                         self._work.clear()
-            finally:
-                store.close()
 
     def _listener(self) -> None:
         """Wake the scanner whenever any process makes rescan requests due (PostgreSQL).
@@ -212,25 +204,39 @@ class Worker:
         looked at once, not at the next poll. Where the store cannot tell (SQLite), or while
         listening fails, the scanner still looks every :data:`POLL` seconds.
         """
+        # The scanner says why the database cannot be opened: it opens the same one.
+        with closing(self._opened_states(say_why=False)) as states:
+            for store in states:
+                try:
+                    if not isinstance(store, RescanWakeups):
+                        return
+                    if not store.listen_for_rescans(self.wake, self._stop):
+                        return
+                except Exception as exc:
+                    self._warn(
+                        f"watch: stopped listening for rescan requests ({exc}); looking for "
+                        f"them every {POLL:.0f} s meanwhile"
+                    )
+                    self._stop.wait(self._options.retry_backoff.total_seconds())
+
+    def _opened_states(self, *, say_why: bool) -> Generator[StateStore]:
+        """The state database, opened anew each time the loop asks, until the watcher stops.
+
+        Each is closed when the next is asked for, or when the loop ends. An open that fails
+        (the database is down) is tried again after the retry backoff.
+        """
         from mlcopilot.scan.wiring import open_state
 
         while not self._stop.is_set():
             try:
                 store = open_state(self._settings, create=True)
-            except Exception:  # the scanner says so; it opens the same database
+            except Exception as exc:
+                if say_why:
+                    self._warn(f"watch: cannot open the state database: {exc}")
                 self._stop.wait(self._options.retry_backoff.total_seconds())
                 continue
             try:
-                if not isinstance(store, RescanWakeups):
-                    return
-                if not store.listen_for_rescans(self.wake, self._stop):
-                    return
-            except Exception as exc:
-                self._warn(
-                    f"watch: stopped listening for rescan requests ({exc}); looking for them "
-                    f"every {POLL:.0f} s meanwhile"
-                )
-                self._stop.wait(self._options.retry_backoff.total_seconds())
+                yield store
             finally:
                 store.close()
 
