@@ -210,6 +210,16 @@ def test_the_split_lists_models_from_datahubs_index_and_batches_skip_the_soft_de
     # The soft-deleted model was in a batch and not scanned, as `mlcopilot scan` lists none.
     scanned = scanned_since(state_url, started)
     assert sorted(scanned) == sorted(model_urn(n) for n in names if n != "m01")
+    # Named with --model, it is scanned while it exists, as `mlcopilot scan --model` does.
+    named = (model_urn("m01"), model_urn("m02"))
+    options = WorkerOptions(rescan_interval=timedelta(hours=1), rescan_batch=2, models=named)
+    three = Worker(settings, DownstreamIndex(), options, owner="w3")
+    with open_store(state_url) as store:
+        again = datetime.now(UTC)
+        store.request_rescans([ALL_MODELS], reason="watch --model started", now=again)
+        while three.run_once(store, service):
+            pass
+    assert sorted(scanned_since(state_url, again)) == sorted(named)
 
 
 def test_an_events_rescan_goes_before_the_full_rescans_batches(

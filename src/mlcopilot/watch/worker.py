@@ -330,10 +330,11 @@ class Worker:
         wanted = [m for m in asked if self._index.watches(m)]
         found = catalog.nodes(wanted) if wanted else {}
         self._index.forget(m for m in wanted if not found[m].exists)
-        if any(r.is_batch for r in claimed):
-            # A full rescan's batches hold the models the catalog's index listed (rescan_models).
+        if any(r.is_batch for r in claimed) and not self._options.models:
+            # A full rescan of every model: its batches hold what the catalog's index listed
+            # (rescan_models), soft-deleted models included.
             models = still_listed(wanted, found)
-        else:  # asked for by an event: scanned while it exists
+        else:  # asked for by an event, or named with --model: scanned while it exists
             models = [m for m in wanted if found[m].exists]
         if models:
             # The clock is read now, not at the claim: another watcher's scan may have been
