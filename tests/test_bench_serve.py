@@ -100,3 +100,10 @@ def test_two_processes_share_the_work_refuse_writes_and_stop_together(lite: Path
     assert len(children) == 2
     left = [pid for pid in children if (fields := proc_stat(pid)) is not None and fields[0] != "Z"]
     assert left == []
+
+
+def test_one_process_still_writes(lite: Path) -> None:
+    """Only a stand-in of several processes is read-only: one process's index is the file's."""
+    with serving(lite, 0.0) as server:
+        status, body = ingest(server["url"])
+    assert status == 200, body
