@@ -1,7 +1,8 @@
 """One measurement in a fresh process: a scan through one backend, or the baseline walk.
 
 Run by :mod:`benchmarks.run` as ``python -m benchmarks.measure SPEC_JSON``; prints one JSON
-object. A fresh process per measurement makes ``ru_maxrss`` (peak RSS) that measurement's own.
+object. A fresh process per measurement makes its peak RSS (:func:`peak_rss_mb`) that
+measurement's own.
 
 What is timed (``wall_s``), for the product backends (``lite``, ``datahub``, ``mcp``): one
 call of :func:`mlcopilot.scan.scan` with ``dry_run=True`` on a fresh SQLite state store — it
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate import NOW_MS
+from benchmarks.procs import peak_rss_mb
 from benchmarks.run import clear_stats, stats
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.datahub.client import GmsClient
@@ -183,7 +185,7 @@ def _first_scan(spec: dict[str, Any], home: Path, store: Any, limits: WalkLimits
         "first": True,
         "wall_s": time.perf_counter() - started,
         "cpu_s": cpu_s() - cpu0,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "models": len(result.models),
         "findings": len(result.findings),
         "outbox_rows": len(result.notifications),
@@ -234,7 +236,7 @@ def measure_scan(spec: dict[str, Any]) -> dict[str, Any]:
     def progress(done: int, total: int, model: str) -> None:
         if done == total:
             walked["at"], walked["epoch"] = time.perf_counter(), time.time()
-            walked["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            walked["rss"] = peak_rss_mb()
             walked["entities"] = reads.entities
 
     if spec["backend"] == "mcp":
@@ -274,7 +276,7 @@ def measure_scan(spec: dict[str, Any]) -> dict[str, Any]:
         "walk_entity_reads": walked.get("entities"),
         "entity_reads": reads.entities,
         "version_reads": reads.versions,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "children_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "models": len(models),
         "upstream_checked": sum(len(m.lineage.nodes) - 1 for m in models),
@@ -355,7 +357,7 @@ def measure_baseline(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         **walked,
         "cpu_s": cpu_s() - cpu0,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "children_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "models": 1,
         "upstream_checked": walked["reached"],

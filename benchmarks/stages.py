@@ -31,6 +31,7 @@ from typing import Any
 
 from benchmarks.catalogs import ensure
 from benchmarks.measure import NOW, cpu_s
+from benchmarks.procs import peak_rss_mb
 from benchmarks.run import CASES, LATENCY, LIMITS, serving
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.datahub.connection import DataHubSettings
@@ -57,7 +58,7 @@ class _Stages:
         self.started, self.cpu0 = time.perf_counter(), cpu_s()
 
     def line(self, label: str) -> None:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = peak_rss_mb()
         wall, cpu = time.perf_counter() - self.started, cpu_s() - self.cpu0
         print(
             f"{label:<32} wall {wall:7.1f} s  cpu {cpu:7.1f} s  rss {_rss_mb():6.0f} MB  "
