@@ -13,6 +13,7 @@ import logging
 import math
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -76,27 +77,42 @@ def wide() -> MCPs:
     return mcps
 
 
-@pytest.fixture(scope="module")
-def catalogs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Lite catalogs and stand-ins of the chain and the wide lineage, each loaded once.
+@contextmanager
+def served(workdir: Path, mcps: MCPs) -> Iterator[tuple[LiteCatalog, StandIn]]:
+    """``mcps`` in a running stand-in and in a Lite catalog of its own, loaded once.
 
     The stand-in loads the metadata into its Lite file; the Lite catalog reads a copy of it.
     """
-    built: dict[str, Any] = {}
-    for name, mcps in (("chain", chain()), ("wide", wide())):
-        workdir = tmp_path_factory.mktemp(name)
-        server = StandIn.from_mcps(mcps, workdir / "standin")
-        source = sqlite3.connect(server.lite_path)
-        target = sqlite3.connect(workdir / "lite.db")
-        source.backup(target)  # reads through the stand-in's write-ahead log
-        source.close()
-        target.close()
-        built[name] = LiteCatalog(workdir / "lite.db")
-        built[f"{name}-server"] = server.start()
-    yield built
-    for name in ("chain", "wide"):
-        built[name].close()
-        built[f"{name}-server"].stop()
+    server = StandIn.from_mcps(mcps, workdir / "standin")
+    source = sqlite3.connect(server.lite_path)
+    target = sqlite3.connect(workdir / "lite.db")
+    source.backup(target)  # reads through the stand-in's write-ahead log
+    source.close()
+    target.close()
+    with LiteCatalog(workdir / "lite.db") as lite, server:
+        yield lite, server
+
+
+# Each catalog takes seconds to build: the tests using it are one xdist group, for
+# `--dist loadgroup` to keep on one worker (which pytest 9.2 stops: pytest-xdist#1386).
+ON_THE_CHAIN = pytest.mark.xdist_group("scale-chain")
+ON_THE_WIDE = pytest.mark.xdist_group("scale-wide")
+
+
+@pytest.fixture(scope="module")
+def chain_catalogs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[LiteCatalog, StandIn]]:
+    with served(tmp_path_factory.mktemp("chain"), chain()) as built:
+        yield built
+
+
+@pytest.fixture(scope="module")
+def wide_catalogs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[LiteCatalog, StandIn]]:
+    with served(tmp_path_factory.mktemp("wide"), wide()) as built:
+        yield built
 
 
 def same_lineage(got: Lineage, expected: Lineage) -> None:
@@ -107,8 +123,9 @@ def same_lineage(got: Lineage, expected: Lineage) -> None:
 
 
 @needs_standin  # the chain is built by the stand-in
-def test_a_1000_hop_chain_through_lite(catalogs: dict[str, Any]) -> None:
-    lite = catalogs["chain"]
+@ON_THE_CHAIN
+def test_a_1000_hop_chain_through_lite(chain_catalogs: tuple[LiteCatalog, StandIn]) -> None:
+    lite, _ = chain_catalogs
     full = lite.lineage(model_urn("deep"), WalkLimits(max_hops=2 * CHAIN))
     assert len(full.nodes) == CHAIN + 2
     assert not full.truncated
@@ -122,10 +139,11 @@ def test_a_1000_hop_chain_through_lite(catalogs: dict[str, Any]) -> None:
 
 
 @needs_standin
+@ON_THE_CHAIN
 def test_a_1000_hop_chain_through_datahub_costs_a_scroll_not_a_request_per_hop(
-    catalogs: dict[str, Any],
+    chain_catalogs: tuple[LiteCatalog, StandIn],
 ) -> None:
-    lite, server = catalogs["chain"], catalogs["chain-server"]
+    lite, server = chain_catalogs
     for limits in (WalkLimits(max_hops=2 * CHAIN), WalkLimits()):
         with DataHubCatalog(server.url, timeout=10.0, retries=1) as remote:
             server.clear_requests()
@@ -137,11 +155,12 @@ def test_a_1000_hop_chain_through_datahub_costs_a_scroll_not_a_request_per_hop(
 
 
 @needs_standin
+@ON_THE_WIDE
 @pytest.mark.parametrize("partial", [False, True])
 def test_a_lineage_past_the_relation_cap_is_complete_or_says_truncated(
-    catalogs: dict[str, Any], partial: bool, caplog: pytest.LogCaptureFixture
+    wide_catalogs: tuple[LiteCatalog, StandIn], partial: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lite, server = catalogs["wide"], catalogs["wide-server"]
+    lite, server = wide_catalogs
     server.backend.partial_lineage = partial  # GMS: an error, or isPartial results
     server.backend.max_relations = WIDE_CAP
     try:
