@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -94,25 +94,26 @@ def served(workdir: Path, mcps: MCPs) -> Iterator[tuple[LiteCatalog, StandIn]]:
 
 
 # Each catalog takes seconds to build: the tests using it are one xdist group, for
-# `--dist loadgroup` to keep on one worker (which pytest 9.2 stops: pytest-xdist#1386).
+# `--dist loadgroup` to keep on one worker.
 ON_THE_CHAIN = pytest.mark.xdist_group("scale-chain")
 ON_THE_WIDE = pytest.mark.xdist_group("scale-wide")
 
 
-@pytest.fixture(scope="module")
-def chain_catalogs(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[LiteCatalog, StandIn]]:
-    with served(tmp_path_factory.mktemp("chain"), chain()) as built:
-        yield built
+def served_once(name: str, build: Callable[[], MCPs]) -> Any:
+    """A module fixture serving the catalog ``build`` makes (see :func:`served`)."""
+
+    @pytest.fixture(scope="module", name=f"{name}_catalogs")
+    def catalogs(
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> Iterator[tuple[LiteCatalog, StandIn]]:
+        with served(tmp_path_factory.mktemp(name), build()) as built:
+            yield built
+
+    return catalogs
 
 
-@pytest.fixture(scope="module")
-def wide_catalogs(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[LiteCatalog, StandIn]]:
-    with served(tmp_path_factory.mktemp("wide"), wide()) as built:
-        yield built
+chain_catalogs = served_once("chain", chain)
+wide_catalogs = served_once("wide", wide)
 
 
 def same_lineage(got: Lineage, expected: Lineage) -> None:
