@@ -64,14 +64,10 @@ import cProfile, json, pstats, resource, sys, time
 from pathlib import Path
 from mlcopilot.catalog import lite_writer
 from mlcopilot.catalog.loader import load_metadata_files
+from benchmarks.procs import peak_rss_mb  # this tree's, whichever loader is measured
 file, db, profile, one_process = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 no_index = sys.argv[5]
 marks = {}
-def peak_rss_mb():  # VmHWM: ru_maxrss keeps the parent's size from before exec
-    for line in open("/proc/self/status", encoding="ascii"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 def timed(name, function):
     def run(*args, **kwargs):
         started = time.perf_counter()
