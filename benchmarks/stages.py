@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     state = args.store or args.state
     with serving(path, LATENCY) as server:
         catalog = DataHubCatalog(DataHubSettings(server=server["url"]))
-        # A file, as the measured scans have: in-memory SQLite is not read ahead (``scan.ahead``).
+        # A file, as the measured scans have.
         fresh = Path(tempfile.mkdtemp(prefix="mlcopilot-stages-")) / "state.db"
         store = open_store(f"sqlite:///{state or fresh}")
         stages.start()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from mlcopilot.errors import UsageError
 from mlcopilot.incidents.lifecycle import CLEARED, Evaluated, acknowledge, reconcile, resolve
 from mlcopilot.model import Finding, Incident, IncidentChanges, IncidentState, Severity
+from mlcopilot.model.incident_heads import IncidentHeads
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
 DS = "urn:li:dataset:(urn:li:dataPlatform:hive,raw.customers,PROD)"
@@ -394,3 +395,33 @@ def _check_invariants(
         prior = by_id.get(incident_id)
         assert incident.generation == (1 if prior is None else prior.generation + 1)
         assert prior is None or not prior.is_open
+
+
+@given(
+    previous=st.dictionaries(FIELDS, st.tuples(STATES, st.integers(1, 4))),
+    found=st.sets(FIELDS),
+    decided=st.sets(st.sampled_from([DS, DS2])),
+)
+def test_reconciling_refreshed_incidents_from_their_heads_changes_nothing(
+    previous: dict[str, tuple[IncidentState, int]], found: set[str], decided: set[str]
+) -> None:
+    """As a scan reads them: whole only what a refresh will not replace, the rest as heads."""
+    before = [
+        stored(finding(f, entity=DS if f < "c" else DS2), state, gen)
+        for f, (state, gen) in previous.items()
+    ]
+    findings = [finding(f, entity=DS if f < "c" else DS2) for f in found]
+    could: Callable[[str, str, str], bool] = lambda _m, _c, entity: entity in decided  # noqa: E731
+    ids = {f.id for f in findings}
+    whole = [i for i in before if not (i.is_open and i.id in ids)]
+    heads = IncidentHeads.of(before)
+    split = reconcile(whole, findings, evaluated=could, now=NOW, refreshing=heads.get)
+    assert split == reconcile(before, findings, evaluated=could, now=NOW)
+
+
+def test_a_resolved_head_is_not_refreshed() -> None:
+    """Only ``previous`` says an incident recurs: a resolved head alone opens generation 1."""
+    heads = IncidentHeads.of([stored(F, RESOLVED, generation=2)])
+    changes = reconcile([], [F], evaluated=everything, now=NOW, refreshing=heads.get)
+    assert _outcomes(changes.opened) == ((F.id, 1, OPEN),)
+    assert changes.updated == ()

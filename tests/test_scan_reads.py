@@ -7,15 +7,19 @@ stays while any model has an open incident of that kind there.
 
 from __future__ import annotations
 
-import threading
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
+
+import pytest
 
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.checks import builtin_infos, infos_of
 from mlcopilot.incidents.lifecycle import reconcile
 from mlcopilot.incidents.writeback import plan_writeback
 from mlcopilot.model import Incident, IncidentState, Severity, TagWrite
+from mlcopilot.model.incident_heads import IncidentHeads
 from mlcopilot.protocols import StateStore
 from mlcopilot.scan import ScanOptions, _after, _held_by_others, _plan_writeback, scan
 from mlcopilot.store import SqlStore, open_store
@@ -132,20 +136,14 @@ def test_tags_planned_from_the_kinds_others_hold_are_the_tags_planned_from_their
 
 
 class _Reads:
-    """The real store, its reads of whole incidents by id recorded.
+    """The real store, its reads of whole incidents by id recorded."""
 
-    ``whole``: every incident read whole, as scans did before ``content=False``.
-    """
-
-    def __init__(self, store: SqlStore, *, whole: bool) -> None:
+    def __init__(self, store: SqlStore) -> None:
         self._store = store
-        self._whole = whole
         self.whole_reads: list[list[str]] = []
         """The ids named by each read of incidents by id (the scan's reads of whole ones)."""
 
     def incidents(self, **filters: Any) -> list[Incident]:
-        if self._whole:
-            filters.pop("content", None)
         if filters.get("content", True) and filters.get("ids") is not None:
             self.whole_reads.append(sorted(filters["ids"]))
         return self._store.incidents(**filters)
@@ -154,8 +152,17 @@ class _Reads:
         return getattr(self._store, name)
 
 
-def test_a_scan_reads_whole_only_the_incidents_it_does_not_refresh(tmp_path: Path) -> None:
-    """Refreshed incidents are read without their content; the scans' outcomes are unchanged."""
+def _every_incident_whole(
+    store: StateStore, models: Sequence[str], findings: object
+) -> tuple[list[Incident], IncidentHeads]:
+    """What a scan reconciled against before heads: every stored incident, read whole."""
+    return store.incidents(models=models), IncidentHeads([])
+
+
+def test_a_scan_reads_whole_only_the_incidents_it_does_not_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refreshed incidents are read as heads; the scans' outcomes are those of whole ones."""
     high, medium = Severity.HIGH, Severity.MEDIUM
     scripts: list[dict[str, Any]] = [
         {"pii_exposure": {CUSTOMERS: [("email", high, None), ("phone", high, None)]}},
@@ -165,9 +172,11 @@ def test_a_scan_reads_whole_only_the_incidents_it_does_not_refresh(tmp_path: Pat
         {"pii_exposure": {CUSTOMERS: [("email", medium, None), ("phone", high, None)]}},
     ]
     outcomes = []
-    for name in ("light", "whole"):
+    for name in ("heads", "whole"):
+        if name == "whole":
+            monkeypatch.setattr(sys.modules["mlcopilot.scan"], "_previous", _every_incident_whole)
         with world(tmp_path / name) as w, w.store() as real:
-            store = _Reads(real, whole=name == "whole")
+            store = _Reads(real)
             seen = []
             for script in scripts:
                 w.script = script
@@ -176,59 +185,37 @@ def test_a_scan_reads_whole_only_the_incidents_it_does_not_refresh(tmp_path: Pat
                 w.clock.sleep(60)
             stored = real.incidents()
             outcomes.append((seen, stored, store.whole_reads))
-    (light, light_stored, light_reads), (whole, whole_stored, _) = outcomes
-    assert light == whole
-    assert light_stored == whole_stored
-    assert all(i.message and i.path for i in light_stored)
-    resolved = next(i for i in light_stored if i.field == "phone")
+    (heads, heads_stored, heads_reads), (whole, whole_stored, _) = outcomes
+    assert heads == whole
+    assert heads_stored == whole_stored
+    assert all(i.message and i.path for i in heads_stored)
+    resolved = next(i for i in heads_stored if i.field == "phone")
     assert resolved.generation == 2  # resolved in the second scan, opened again in the third
     # The first scan had nothing stored; the second and third read only phone's whole (the
     # one resolved, then the one recurring): never email's, which each refreshed.
-    assert light_reads == [[resolved.id], [resolved.id]]
+    assert heads_reads == [[resolved.id], [resolved.id]]
 
 
-class _ChangedAfterReadAhead:
-    """The real store; right after the scan's early read of incidents, a person acts on one.
+class _ActsDuringTheWalk:
+    """The real store; while the scan walks (when it asks for the baselines), a person acts."""
 
-    ``act`` runs on the real store once that read has returned: what another process does
-    while the scan is still walking. The reads without content are recorded by thread.
-    """
-
-    def __init__(self, store: SqlStore, act: Any) -> None:
+    def __init__(self, store: SqlStore, act: Callable[[SqlStore], None]) -> None:
         self._store = store
-        self._act = act
-        self.light_reads: list[str] = []
+        self._act: Callable[[SqlStore], None] | None = act
 
-    def incidents(self, **filters: Any) -> list[Incident]:
-        found = self._store.incidents(**filters)
-        if filters.get("content") is False:
-            self.light_reads.append(threading.current_thread().name)
-            if len(self.light_reads) == 1:
-                self._act(self._store)
-        return found
+    def baselined_datasets(self, models: Sequence[str]) -> dict[str, set[str]]:
+        act, self._act = self._act, None
+        if act is not None:
+            act(self._store)
+        return self._store.baselined_datasets(models)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
 
-def test_the_incidents_read_during_the_walk_are_used_when_nothing_changed(
+def test_an_incident_acknowledged_during_the_walk_is_refreshed_as_acknowledged(
     tmp_path: Path,
 ) -> None:
-    with world(tmp_path) as w, w.store() as real:
-        w.script = {"pii_exposure": {CUSTOMERS: [("email", Severity.HIGH, None)]}}
-        w.scan()
-        w.clock.sleep(60)
-        store = _ChangedAfterReadAhead(real, act=lambda _store: None)
-        result = w.scan(store=cast(SqlStore, store))
-    assert [i.field for i in result.changes.updated] == ["email"]
-    # One read, made on the read-ahead thread: none after the walk.
-    assert [name.startswith("mlcopilot-read-ahead") for name in store.light_reads] == [True]
-
-
-def test_an_incident_acknowledged_during_the_walk_is_reconciled_as_acknowledged(
-    tmp_path: Path,
-) -> None:
-    """The early read is checked once the walk is done: a change made meanwhile is read."""
     with world(tmp_path) as w, w.store() as real:
         w.script = {"pii_exposure": {CUSTOMERS: [("email", Severity.HIGH, None)]}}
         (opened,) = w.scan().changes.opened
@@ -237,11 +224,10 @@ def test_an_incident_acknowledged_during_the_walk_is_reconciled_as_acknowledged(
         def acknowledge(s: SqlStore) -> None:
             s.acknowledge(opened.id, by="ana", at=w.clock.now())
 
-        store = _ChangedAfterReadAhead(real, act=acknowledge)
+        store = _ActsDuringTheWalk(real, act=acknowledge)
         result = w.scan(store=cast(SqlStore, store))
+        assert store._act is None  # it acted
         (refreshed,) = result.changes.updated
         assert (refreshed.state, refreshed.acknowledged_by) == (IncidentState.ACKNOWLEDGED, "ana")
+        assert refreshed.message == opened.message
         assert real.incidents()[0].state is IncidentState.ACKNOWLEDGED
-    # Read early, found changed, read again after the walk.
-    assert len(store.light_reads) == 2
-    assert not store.light_reads[1].startswith("mlcopilot-read-ahead")

@@ -31,6 +31,7 @@ from mlcopilot.model import (
     Finding,
     Incident,
     IncidentChanges,
+    IncidentHeads,
     Lineage,
     Node,
     NotifyRequest,
@@ -366,6 +367,10 @@ class StateStore(OutboxStore, Protocol):
         incidents. ``content=False`` leaves each message, path and evidence empty, for
         incidents a refresh replaces them in.
         """
+        ...
+
+    def incident_heads(self, models: Sequence[Urn]) -> IncidentHeads:
+        """The latest generation of ``models``' incidents, packed: what a refresh keeps."""
         ...
 
     def get(self, incident_id: str) -> Incident | None:

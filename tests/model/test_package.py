@@ -33,6 +33,7 @@ def test_the_package_is_split_by_what_the_types_describe() -> None:
         "catalog",
         "chosen_baselines",
         "findings",
+        "incident_heads",
         "notify",
         "owners",
         "profiles",

@@ -26,6 +26,7 @@ from mlcopilot.model import (
     SchemaField,
     Severity,
 )
+from mlcopilot.model.incident_heads import IncidentHead, IncidentHeads
 from mlcopilot.scan.selection import check_clock, clock_for, on_shared_clock
 from mlcopilot.store import SqlStore, StoreConflict, open_store
 from mlcopilot.store import schema as tables
@@ -444,27 +445,31 @@ def test_incidents_filter_by_model_and_state_newest_first(store: SqlStore) -> No
     assert store.incidents(models=["urn:li:mlModel:nope"]) == []
 
 
-def test_incident_states_are_each_latest_generation_and_its_state(store: SqlStore) -> None:
-    """What a scan checks its early read against: a change of state or generation shows."""
+def test_incident_heads_are_each_latest_generation_state_and_times(store: SqlStore) -> None:
+    """What a scan refreshes incidents from: the latest generation of each, packed."""
     a, b, c = finding("a"), finding("b"), finding("c", model=OTHER_MODEL)
     scan(store, [a, b, c], T0)
     store.acknowledge(a.id, by="ana", at=T1)
     scan(store, [a], T2)  # b resolved
     scan(store, [a, b], T3)  # b recurs: generation 2
-    assert store.incident_states([MODEL]) == {
-        a.id: (1, IncidentState.ACKNOWLEDGED),
-        b.id: (2, IncidentState.OPEN),
-    }
-    assert store.incident_states([MODEL]) == {
-        i.id: (i.generation, i.state) for i in store.incidents(models=[MODEL], content=False)
-    }
-    assert store.incident_states(["urn:li:mlModel:nope"]) == {}
-
-
-def test_a_store_read_from_another_thread_unless_in_memory(store: SqlStore) -> None:
-    assert store.reads_concurrently
-    with open_store("sqlite://") as memory:
-        assert not memory.reads_concurrently
+    heads = store.incident_heads([MODEL])
+    assert len(heads) == 2
+    assert heads.get(a.id) == IncidentHead(
+        generation=1,
+        state=IncidentState.ACKNOWLEDGED,
+        opened_at=T0,
+        resolved_at=None,
+        acknowledged_at=T1,
+        acknowledged_by="ana",
+        resolution=None,
+    )
+    assert heads.get(b.id) == IncidentHead(2, IncidentState.OPEN, T3, None, None, None, None)
+    assert heads.get(c.id) is None  # another model's
+    assert list(heads.ids(open=True)) == sorted([a.id, b.id])
+    assert list(heads.ids(open=False)) == []
+    whole = store.incidents(models=[MODEL], content=False)
+    assert heads.same_states(IncidentHeads.of(whole))
+    assert len(store.incident_heads(["urn:li:mlModel:nope"])) == 0
 
 
 def test_acknowledge_then_resolve_by_hand(store: SqlStore) -> None:

@@ -7,7 +7,8 @@
 - :mod:`~mlcopilot.model.writes`: the write-back intents;
 - :mod:`~mlcopilot.model.notify`: notification groups, notifications and outbox rows;
 - :mod:`~mlcopilot.model.schema_digests`: schemas by content, as the store keeps them;
-- :mod:`~mlcopilot.model.chosen_baselines`: the baselines a scan chose, held compactly.
+- :mod:`~mlcopilot.model.chosen_baselines`: the baselines a scan chose, held compactly;
+- :mod:`~mlcopilot.model.incident_heads`: stored incidents as a refresh needs them, packed.
 
 Every name is re-exported here, so ``from mlcopilot.model import Node`` works whichever module
 defines it. This package is the bottom layer: it imports nothing of mlcopilot's but ``names``.
@@ -59,6 +60,7 @@ from mlcopilot.model.findings import (
     finding_id,
     plain_json,
 )
+from mlcopilot.model.incident_heads import IncidentHead, IncidentHeads
 from mlcopilot.model.notify import (
     NOTIFY_ACTIONS,
     NOTIFY_SINKS,
@@ -169,6 +171,8 @@ __all__ = [
     "GroupState",
     "Incident",
     "IncidentChanges",
+    "IncidentHead",
+    "IncidentHeads",
     "IncidentSignal",
     "IncidentState",
     "IncidentType",

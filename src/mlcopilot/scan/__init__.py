@@ -35,6 +35,7 @@ from mlcopilot.model import (
     Finding,
     Incident,
     IncidentChanges,
+    IncidentHeads,
     ModelReport,
     ProfileBaseline,
     SinkName,
@@ -46,7 +47,6 @@ from mlcopilot.notify.relay import Failpoint, Relay, RelayReport, RetryPolicy, n
 from mlcopilot.notify.sinks.config import NotifySettings
 from mlcopilot.notify.sinks.datahub import DataHubSink, EncodedWrites
 from mlcopilot.protocols import Catalog, Check, StateStore, WalkLimits
-from mlcopilot.scan.ahead import StoredIncidents
 from mlcopilot.scan.bound import WalkBound
 from mlcopilot.scan.checking import Checked, Progress, walk_and_check
 from mlcopilot.scan.routes import routes
@@ -226,7 +226,6 @@ def _scan(
     check_clock(store, options.now)
     with WalkBound(catalog, options.walk_timeout) as bound:
         models = models_to_scan(catalog, options.models)
-        stored = StoredIncidents(store, models)  # read while the walk waits on the catalog
         checked = (
             walk_and_check(
                 catalog,
@@ -263,7 +262,7 @@ def _scan(
         delivery.failpoint("before_commit")
     for attempt in range(1, _CONFLICT_RETRIES + 1):
         planned = _reconcile_and_plan(
-            catalog, store, checks, checked, stored, models, delivery, options.now
+            catalog, store, checks, checked, models, delivery, options.now
         )
         if options.dry_run:
             rows = store.planned_notifications(planned.changes, planned.request, now=options.now)
@@ -353,7 +352,6 @@ def _reconcile_and_plan(
     store: StateStore,
     checks: Sequence[Check],
     checked: Checked,
-    stored: StoredIncidents,
     models: Sequence[Urn],
     delivery: Delivery,
     now: datetime,
@@ -361,22 +359,27 @@ def _reconcile_and_plan(
     """The incident changes against what is stored now, the write-back and what to notify."""
     # The scanned models' incidents: never the whole store's, which a watcher would read again
     # every few seconds.
-    previous = _previous(store, stored, checked.findings)
+    previous, heads = _previous(store, models, checked.findings)
     changes = reconcile(
         previous,
         checked.findings,
         evaluated=checked.evaluated.covers,
         now=now,
         undecided=checked.evaluated.undecided,
+        refreshing=heads.get,
     )
+    del heads
     # Stored incidents of checks not running now are still written back and notified.
     infos = infos_of(checks)
     after: list[Incident] = []
     held: set[tuple[Urn, str]] = set()
     if delivery.write_back:
-        after, held = _after(previous, changes), _held_by_others(store, previous)
-    # What the changes supersede is let go before the write-back is planned: a second scan
-    # of an estate reads 282,000 stored incidents (420 MB), and the plan can reuse it.
+        # The refreshed ones were read as heads: what they were before is what they are now
+        # but for what a refresh replaces (their model, entity and check are their id's).
+        before = [*previous, *changes.updated]
+        after, held = _after(previous, changes), _held_by_others(store, before)
+        del before
+    # What the changes supersede is let go before the write-back is planned.
     del previous
     plan = (
         _plan_writeback(catalog, after, held, models=models, infos=infos)
@@ -407,22 +410,20 @@ def _reconcile_and_plan(
 
 
 def _previous(
-    store: StateStore, stored: StoredIncidents, findings: Sequence[Finding]
-) -> list[Incident]:
-    """The latest generation of the scanned models' incidents, to reconcile ``findings`` with.
+    store: StateStore, models: Sequence[Urn], findings: Sequence[Finding]
+) -> tuple[list[Incident], IncidentHeads]:
+    """The scanned models' stored incidents, to reconcile ``findings`` with.
 
-    Read without their content first (message, path, evidence: two thirds of a row held;
-    read ahead, during the walk, where the store can: :mod:`.ahead`), then whole only where
-    a refresh will not replace it: incidents resolved now or left as they are, and
-    recurrences. A second scan of an estate refreshes nearly all it reads (282,022 at
-    10,000 models).
+    All of them as heads (:mod:`mlcopilot.model.incident_heads`): what a refresh keeps of an
+    incident, packed. A second scan of an estate refreshes nearly all it reads (282,022 at
+    10,000 models). Whole only the ones a refresh will not replace: incidents resolved now
+    or left as they are, and recurrences.
     """
-    light = stored.take()
+    heads = store.incident_heads(models)
     found = {f.id for f in findings}
-    rest = [i.id for i in light if not (i.is_open and i.id in found)]
-    whole = {i.id: i for i in store.incidents(ids=rest)} if rest else {}
+    rest = [*heads.ids(open=False), *(i for i in heads.ids(open=True) if i not in found)]
     # One gone between the reads (never deleted by this product) is not reconciled at all.
-    return [whole.get(i.id, i) for i in light if i.id in whole or (i.is_open and i.id in found)]
+    return (store.incidents(ids=rest) if rest else []), heads
 
 
 def _deliver(
