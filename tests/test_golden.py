@@ -280,17 +280,10 @@ def test_a_patch_that_removes_a_tag_removes_it(tmp_path: Path) -> None:
 
 def ingest_into_standin(path: Path, workdir: Path) -> Any:
     """A stand-in GMS that received ``path`` through DataHub's own ingestion pipeline."""
-    from datahub.ingestion.run.pipeline import Pipeline
+    from testing.ingest import ingest
 
     server = start_standin([], workdir)
-    pipeline = Pipeline.create(
-        {
-            "source": {"type": "file", "config": {"path": str(path)}},
-            "sink": {"type": "datahub-rest", "config": {"server": server.url}},
-            "reporting": [],
-        }
-    )
-    pipeline.run()
+    pipeline = ingest(path, server.url)
     failures = pipeline.sink.get_report().failures
     assert not failures, f"{path.name}: the stand-in refused records: {list(failures)[:3]}"
     assert not server.errors, server.errors

@@ -352,21 +352,31 @@ FIELDS = st.sampled_from(["a", "b", "c", "d"])
 STATES = st.sampled_from([OPEN, ACK, RESOLVED])
 
 
-@given(
-    previous=st.dictionaries(FIELDS, st.tuples(STATES, st.integers(1, 4))),
-    found=st.sets(FIELDS),
-    decided=st.sets(st.sampled_from([DS, DS2])),
-)
-def test_reconcile_invariants(
-    previous: dict[str, tuple[IncidentState, int]], found: set[str], decided: set[str]
-) -> None:
-    before = [
-        stored(finding(f, entity=DS if f < "c" else DS2), state, gen)
-        for f, (state, gen) in previous.items()
-    ]
-    findings = [finding(f, entity=DS if f < "c" else DS2) for f in found]
-    could: Callable[[str, str, str], bool] = lambda _m, _c, entity: entity in decided  # noqa: E731
-    changes = reconcile(before, findings, evaluated=could, now=NOW)
+Stored = tuple[list[Incident], list[Finding], set[str]]
+"""What a scan reconciles: the stored incidents, its findings, the entities it could decide at."""
+
+
+@st.composite
+def scans(draw: st.DrawFn) -> Stored:
+    previous = draw(st.dictionaries(FIELDS, st.tuples(STATES, st.integers(1, 4))))
+    found = draw(st.sets(FIELDS))
+    decided = draw(st.sets(st.sampled_from([DS, DS2])))
+
+    def on(field: str) -> Finding:
+        return finding(field, entity=DS if field < "c" else DS2)
+
+    before = [stored(on(f), state, gen) for f, (state, gen) in previous.items()]
+    return before, [on(f) for f in found], decided
+
+
+def _at(decided: set[str]) -> Callable[[str, str, str], bool]:
+    return lambda _model, _check, entity: entity in decided
+
+
+@given(scans())
+def test_reconcile_invariants(scan: Stored) -> None:
+    before, findings, decided = scan
+    changes = reconcile(before, findings, evaluated=_at(decided), now=NOW)
     _check_invariants(before, findings, decided, changes)
 
 
@@ -397,24 +407,14 @@ def _check_invariants(
         assert prior is None or not prior.is_open
 
 
-@given(
-    previous=st.dictionaries(FIELDS, st.tuples(STATES, st.integers(1, 4))),
-    found=st.sets(FIELDS),
-    decided=st.sets(st.sampled_from([DS, DS2])),
-)
-def test_reconciling_refreshed_incidents_from_their_heads_changes_nothing(
-    previous: dict[str, tuple[IncidentState, int]], found: set[str], decided: set[str]
-) -> None:
+@given(scans())
+def test_reconciling_refreshed_incidents_from_their_heads_changes_nothing(scan: Stored) -> None:
     """As a scan reads them: whole only what a refresh will not replace, the rest as heads."""
-    before = [
-        stored(finding(f, entity=DS if f < "c" else DS2), state, gen)
-        for f, (state, gen) in previous.items()
-    ]
-    findings = [finding(f, entity=DS if f < "c" else DS2) for f in found]
-    could: Callable[[str, str, str], bool] = lambda _m, _c, entity: entity in decided  # noqa: E731
+    before, findings, decided = scan
     ids = {f.id for f in findings}
     whole = [i for i in before if not (i.is_open and i.id in ids)]
     heads = IncidentHeads.of(before)
+    could = _at(decided)
     split = reconcile(whole, findings, evaluated=could, now=NOW, refreshing=heads.get)
     assert split == reconcile(before, findings, evaluated=could, now=NOW)
 

@@ -358,14 +358,12 @@ class StateStore(OutboxStore, Protocol):
         entities: Sequence[Urn] | None = None,
         ids: Sequence[str] | None = None,
         other_than: Sequence[Urn] = (),
-        content: bool = True,
     ) -> list[Incident]:
         """The latest generation of every incident, newest first (optionally filtered).
 
         ``models``: of these models; ``entities``: on these entities; ``ids``: these
         incidents (one of the three at most); ``other_than``: leaving out these models'
-        incidents. ``content=False`` leaves each message, path and evidence empty, for
-        incidents a refresh replaces them in.
+        incidents.
         """
         ...
 

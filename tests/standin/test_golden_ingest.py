@@ -17,10 +17,10 @@ from urllib.parse import quote
 import pytest
 import requests
 from datahub.emitter.aspect import TIMESERIES_ASPECT_MAP
-from datahub.ingestion.run.pipeline import Pipeline
 
 from standin.fixtures import StandInFactory
 from standin.server import StandIn
+from testing.ingest import ingest
 from tests.conftest import SAMPLES
 
 Json = dict[str, Any]
@@ -62,18 +62,6 @@ def _aspect(server: StandIn, urn: str, name: str) -> Json:
     return value
 
 
-def _ingest(server: StandIn, path: Path) -> Pipeline:
-    pipeline = Pipeline.create(
-        {
-            "source": {"type": "file", "config": {"path": str(path)}},
-            "sink": {"type": "datahub-rest", "config": {"server": server.url}},
-            "reporting": [],
-        }
-    )
-    pipeline.run()
-    return pipeline
-
-
 @pytest.fixture(params=GOLDEN, ids=_IDS)
 def golden(request: pytest.FixtureRequest) -> Path:
     if not GOLDEN:
@@ -84,7 +72,7 @@ def golden(request: pytest.FixtureRequest) -> Path:
 
 def test_golden_file_ingests_cleanly(golden: Path, standin_factory: StandInFactory) -> None:
     server = standin_factory([])
-    pipeline = _ingest(server, golden)
+    pipeline = ingest(golden, server.url)
     report = pipeline.sink.get_report()
     assert not pipeline.has_failures(), report.as_string()[:2000]
     refused = [(r.method, r.path, r.status) for r in server.requests if r.status >= 400]

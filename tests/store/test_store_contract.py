@@ -467,8 +467,7 @@ def test_incident_heads_are_each_latest_generation_state_and_times(store: SqlSto
     assert heads.get(c.id) is None  # another model's
     assert list(heads.ids(open=True)) == sorted([a.id, b.id])
     assert list(heads.ids(open=False)) == []
-    whole = store.incidents(models=[MODEL], content=False)
-    assert heads.same_states(IncidentHeads.of(whole))
+    assert heads.same_states(IncidentHeads.of(store.incidents(models=[MODEL])))
     assert len(store.incident_heads(["urn:li:mlModel:nope"])) == 0
 
 
@@ -702,27 +701,6 @@ def test_incidents_of_models_or_on_entities(store: SqlStore) -> None:
         store.incidents(models=[MODEL], entities=[DS])
     with pytest.raises(ValueError, match="give one of models, entities and ids"):
         store.incidents(entities=[DS], ids=[ltv_ds.id])
-
-
-def test_incidents_without_their_content(store: SqlStore) -> None:
-    """What a scan reads of the incidents it will refresh: all but message, path and evidence."""
-    findings = [finding(model=MODEL, entity=DS), finding(model=OTHER_MODEL, entity=DS2)]
-    scan(store, findings, T0)
-    scan(store, findings[:1], T1)  # OTHER_MODEL's resolves
-    whole = store.incidents()
-    light = store.incidents(content=False)
-    assert len(whole) == 2
-    assert all(i.message and i.path and i.evidence for i in whole)
-    assert [(i.message, i.path, dict(i.evidence)) for i in light] == [("", (), {})] * len(whole)
-    assert light == [dataclasses.replace(i, message="", path=(), evidence={}) for i in whole]
-    assert store.incidents(models=[MODEL], content=False) == [i for i in light if i.model == MODEL]
-    # What repeats in a read is one string, and the empty evidence one read-only mapping: a
-    # second scan of the 10,000-model estate reads 282,022 of these (38 MB less at its walk's end).
-    assert light[0].check == light[1].check
-    assert light[0].check is light[1].check
-    assert light[0].evidence is light[1].evidence
-    with pytest.raises(TypeError):
-        light[0].evidence["x"] = 1  # type: ignore[index]
 
 
 def test_incidents_other_than_some_models(store: SqlStore) -> None:

@@ -28,7 +28,7 @@ def incident_from_mapping(m: Mapping[str, Any], strings: dict[str, str] | None =
     entities, paths, checks and columns repeat): each one read is the one string kept there.
     States and severities are looked up by value (an enum's call is a microsecond of each of
     a second scan's hundreds of thousands of incidents); an unknown one still raises as it
-    did. Empty evidence is kept as given (a light read's is one shared, read-only mapping).
+    did.
     """
     model, entity, path = m["model"], m["entity"], m["path"]
     check, field, change, previous = m["check_name"], m["field"], m["change"], m["previous_field"]

@@ -24,7 +24,6 @@ from importlib import resources
 from itertools import chain
 from operator import attrgetter
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from alembic import command
@@ -287,7 +286,6 @@ class SqlStore(ClosedOnExit):
         entities: Sequence[Urn] | None = None,
         ids: Sequence[str] | None = None,
         other_than: Sequence[Urn] = (),
-        content: bool = True,
     ) -> list[Incident]:
         """The latest generation of every incident (optionally filtered), newest first.
 
@@ -300,10 +298,6 @@ class SqlStore(ClosedOnExit):
             other_than: Leaving out these models' incidents (a scan has read its models'
                 already). Told apart by reading ids and models first, so the rows left out
                 are never decoded, however many models are named.
-            content: False to leave the message, path and evidence unread (given empty): for
-                incidents a refresh replaces them in. A second scan of an estate reads back
-                282,022; for 28,253 (1,000 models) the three held 41 → 14 MB and took 2.1 →
-                1.45 s of CPU.
 
         Returns:
             Incidents ordered by ``opened_at``, newest first, then by id.
@@ -323,7 +317,7 @@ class SqlStore(ClosedOnExit):
         skip = frozenset(other_than)
         found: list[Incident] = []
         with self._read("reading incidents") as conn:
-            rows = _IncidentRows(conn.dialect, content=content)
+            rows = _IncidentRows(conn.dialect)
             for chunk in slices:
                 latest = select(i.c.id, func.max(i.c.generation).label("generation")).group_by(
                     i.c.id
@@ -331,7 +325,7 @@ class SqlStore(ClosedOnExit):
                 if column is not None and chunk is not None:
                     latest = latest.where(column.in_(chunk))
                 newest = latest.subquery("latest")
-                query = select(*_incident_columns(content)).join(
+                query = select(*_INCIDENT_COLUMNS).join(
                     newest, and_(i.c.id == newest.c.id, i.c.generation == newest.c.generation)
                 )
                 if not include_resolved:
@@ -1313,40 +1307,23 @@ def _incident_from(row: Row[Any], strings: dict[str, str] | None = None) -> Inci
     return incident_from_mapping(dict(row._mapping), strings)
 
 
-_CONTENT: Final = ("message", "path", "evidence")
-"""What a refresh of an incident replaces: most of its row (see :meth:`SqlStore.incidents`)."""
 _TIMES: Final = tuple(c.name for c in t.incidents.c if isinstance(c.type, t.UTCDateTime))
-_NO_CONTENT: Final[Mapping[str, Any]] = {
-    "message": "",
-    "path": (),
-    "evidence": MappingProxyType({}),  # one for all: a second scan reads 282,022 light ones
-}
-
-
-def _incident_columns(content: bool) -> list[Any]:
-    """An incident's columns for :class:`_IncidentRows`: its times raw, its content if asked."""
-    return [
-        raw_time(c) if c.name in _TIMES else c
-        for c in t.incidents.c
-        if content or c.name not in _CONTENT
-    ]
+_INCIDENT_COLUMNS: Final = [raw_time(c) if c.name in _TIMES else c for c in t.incidents.c]
+"""An incident's columns for :class:`_IncidentRows`: its times raw."""
 
 
 class _IncidentRows:
     """Incidents read back sharing what their rows repeat: urns, checks, columns and times."""
 
-    def __init__(self, dialect: Dialect, *, content: bool) -> None:
+    def __init__(self, dialect: Dialect) -> None:
         self._strings: dict[str, str] = {}
         self._times = Times(dialect)
-        self._content = content
 
     def incident(self, row: Row[Any]) -> Incident:
-        """The incident of one row selected as :func:`_incident_columns` says."""
+        """The incident of one row selected as :data:`_INCIDENT_COLUMNS` says."""
         mapping = dict(row._mapping)
         for name in _TIMES:
             mapping[name] = self._times(mapping[name])
-        if not self._content:
-            mapping.update(_NO_CONTENT)
         return incident_from_mapping(mapping, self._strings)
 
 
