@@ -58,10 +58,15 @@ def test_an_id_that_is_not_16_lowercase_hex_digits_is_kept_by_its_string() -> No
     assert list(heads.ids(open=False)) == [odd[0]]
 
 
-def test_same_states_sees_a_new_generation_an_acknowledgement_and_a_new_incident() -> None:
+def test_a_new_generation_an_acknowledgement_and_a_resolution_each_show() -> None:
     base = [row(A, 1, OPEN), row(B, 1, OPEN), row("inc-1", 1, OPEN)]
-    heads = IncidentHeads(base, decode_time=decode)
-    assert heads.same_states(IncidentHeads(list(reversed(base)), decode_time=decode))
+    ids = [A, B, "inc-1"]
+
+    def read(rows: list[tuple[object, ...]]) -> dict[str, IncidentHead | None]:
+        heads = IncidentHeads(rows, decode_time=decode)
+        return {i: heads.get(i) for i in ids}
+
+    assert read(base) == read(list(reversed(base)))
     changed = [
         [row(A, 2, OPEN), *base[1:]],
         [row(A, 1, ACK, by="ana"), *base[1:]],
@@ -69,7 +74,7 @@ def test_same_states_sees_a_new_generation_an_acknowledgement_and_a_new_incident
         base[:2],
     ]
     for rows in changed:
-        assert not heads.same_states(IncidentHeads(rows, decode_time=decode))
+        assert read(rows) != read(base)
 
 
 def test_each_distinct_time_is_decoded_once() -> None:

@@ -345,9 +345,9 @@ class SqlStore(ClosedOnExit):
     def incident_heads(self, models: Sequence[Urn]) -> IncidentHeads:
         """The latest generation of ``models``' incidents, packed: what a refresh keeps of them.
 
-        Every generation is read (the latest kept by :class:`IncidentHeads`): 1.2 s for a
-        second scan's 282,022, where the database's grouping and join took 1.9 s. Nothing
-        but the state and times is decoded, and no object is made an incident.
+        Every generation is read, the latest kept by :class:`IncidentHeads` (the database's
+        grouping and join cost more). Nothing but the distinct times is decoded, and no row
+        becomes an object: 3.7 s and 10.4 MB for a second scan's 282,022, read alone.
         """
         i = t.incidents
         query = select(
