@@ -204,6 +204,44 @@ def test_a_completion_renews_the_rows_still_queued_in_the_same_transaction(
     assert {rows[c.item.id].lease_expires_at for c in queued} == {later + LEASE}
 
 
+def test_a_completion_that_kept_its_lease_is_done_with_its_reference_and_warning(
+    store: SqlStore,
+) -> None:
+    for n in range(3):
+        record(store, [finding(entity=f"{DS}{n}")], T0)
+    first, *queued = store.claim(sinks=["slack"], owner="me", now=T0, lease=LEASE, limit=10)
+    ref = SinkRef("slack", "C1/1.5", "https://slack.example/1", {"channel": "C1", "ts": "1.5"})
+    later = T0 + timedelta(seconds=30)
+    kept, held = store.complete_and_renew(
+        first.item,
+        Delivered(ref=ref, warning="posted without the token xoxb-1234-5678-abcdefghijkl"),
+        owner="me",
+        now=later,
+        renew=[first.item, *(c.item for c in queued)],  # the row done is never renewed
+        lease=LEASE,
+    )
+    assert kept
+    assert held == {c.item.id for c in queued}
+    rows = {r.id: r for r in store.outbox() if r.sink == "slack"}
+    done = rows[first.item.id]
+    assert (done.status, done.delivered_at, done.lease_owner) == (OutboxStatus.DONE, later, None)
+    assert done.warning is not None
+    assert "xoxb-1234" not in done.warning
+    assert {rows[c.item.id].lease_expires_at for c in queued} == {later + LEASE}
+    assert store.sink_ref(first.item.group_key, 1, "slack") == ref
+    # The last row of a claim: nothing left to renew. A reference already known stays.
+    last = queued[-1].item
+    other = SinkRef("slack", "C1/9.9", None, {})
+    assert store.complete(last, Delivered(ref=other), owner="me", now=later)
+    assert store.complete(last, Delivered(), owner="me", now=later) is False  # done already
+    assert store.sink_ref(last.group_key, 1, "slack") == other
+    kept, held = store.complete_and_renew(
+        first.item, Delivered(ref=other), owner="me", now=later, renew=[], lease=LEASE
+    )
+    assert (kept, held) == (False, set())
+    assert store.sink_ref(first.item.group_key, 1, "slack") == ref
+
+
 def test_a_change_before_the_open_was_sent_folds_into_it(store: SqlStore) -> None:
     record(store, [finding()], T0)
     record(store, [finding(), finding("phone")], T0 + timedelta(seconds=10))
