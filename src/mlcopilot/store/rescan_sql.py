@@ -18,9 +18,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    and_,
+    any_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mlcopilot.model import Urn
@@ -42,8 +57,56 @@ def request(conn: Connection, models: Sequence[Urn], *, reason: str, now: dateti
         return 0
     existing = set(conn.execute(select(r.c.model).where(r.c.model.in_(wanted))).scalars())
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(r)
-    stmt = stmt.on_conflict_do_update(
+    text = reason[:_REASON_LIMIT]
+    conn.execute(
+        _bumped(dialect.insert(r)),
+        [
+            {"model": m, "reason": text, "requested_at": now, "due_at": now, "attempts": 0}
+            for m in wanted
+        ],
+    )
+    wakeups.notify(conn)
+    return len(set(wanted) - existing)
+
+
+def request_at_once(conn: Connection, models: Sequence[Urn], *, reason: str, now: datetime) -> int:
+    """:func:`request` as one PostgreSQL statement: atomic on its own, so no transaction.
+
+    The watcher's consumer records each event's requests as it hears them: one round trip
+    where ``BEGIN``, the read of the rows already there, the upsert, the notification and
+    ``COMMIT`` took five. The count of rows already there is read in the same snapshot as
+    the upsert, before it.
+    """
+    wanted = list(dict.fromkeys(models))
+    if not wanted:
+        return 0
+    values = {"wanted": wanted, "why": reason[:_REASON_LIMIT], "at": now}
+    existing = conn.execute(_requesting(), values).scalar_one()
+    return len(wanted) - int(existing)
+
+
+@cache
+def _requesting() -> Select[int, Any]:
+    """The statement of :func:`request_at_once`."""
+    r = t.rescan_requests
+    wanted = bindparam("wanted", type_=postgresql.ARRAY(r.c.model.type))
+    at = bindparam("at", type_=r.c.requested_at.type)
+    incoming = select(
+        func.unnest(wanted), bindparam("why", type_=r.c.reason.type), at, at, literal(0)
+    )
+    columns = ["model", "reason", "requested_at", "due_at", "attempts"]
+    upserted = _bumped(postgresql.insert(r).from_select(columns, incoming)).cte("upserted")
+    existing = select(func.count()).where(r.c.model == any_(wanted)).scalar_subquery()
+    woken = func.pg_notify(wakeups.CHANNEL, func.current_schema())
+    return select(existing, woken).add_cte(upserted)
+
+
+def _bumped(
+    stmt: postgresql.Insert | sqlite.Insert,
+) -> postgresql.Insert | sqlite.Insert:
+    """``stmt`` bumping the row of a model already requested: asked again now, due now."""
+    r = t.rescan_requests
+    return stmt.on_conflict_do_update(
         index_elements=[r.c.model],
         set_={
             "requested_at": stmt.excluded.requested_at,
@@ -56,16 +119,6 @@ def request(conn: Connection, models: Sequence[Urn], *, reason: str, now: dateti
             ),
         },
     )
-    text = reason[:_REASON_LIMIT]
-    conn.execute(
-        stmt,
-        [
-            {"model": m, "reason": text, "requested_at": now, "due_at": now, "attempts": 0}
-            for m in wanted
-        ],
-    )
-    wakeups.notify(conn)
-    return len(set(wanted) - existing)
 
 
 def claim(

@@ -712,6 +712,9 @@ class SqlStore(ClosedOnExit):
     def request_rescans(self, models: Sequence[Urn], *, reason: str, now: datetime) -> int:
         """Ask for ``models`` to be scanned again (coalesced per model); how many are new."""
         require_aware("now", now)
+        if self._engine.dialect.name == "postgresql":
+            with self._statement("recording rescan requests") as conn:
+                return rescan_sql.request_at_once(conn, models, reason=reason, now=now)
         with self._write("recording rescan requests") as conn:
             return rescan_sql.request(conn, models, reason=reason, now=now)
 
