@@ -164,6 +164,22 @@ def test_a_certificate_the_machine_does_not_trust_is_refused(
         http.get(f"{https}/user")
 
 
+def test_trust_set_later_in_the_same_process_is_honoured(
+    https: str, certs: Certs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Transports share one verifying context per trust setting; a new setting gets its own.
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with client(https) as http, pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY"):
+        http.get(f"{https}/user")
+    monkeypatch.setenv("SSL_CERT_FILE", str(certs.ca))
+    with client(https) as http:
+        assert http.get(f"{https}/user").json() == {"login": "mlcopilot-bot"}
+    monkeypatch.delenv("SSL_CERT_FILE")
+    with client(https) as http, pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY"):
+        http.get(f"{https}/user")
+
+
 def test_a_byte_a_second_over_tls_is_cut_at_the_calls_deadline(
     https: str, certs: Certs, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,7 +32,9 @@ reads those variables itself only when it builds its own transport, hence
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import os
 import random
 import selectors
 import socket
@@ -159,6 +161,24 @@ def failed(what: str, exc: BaseException, *, total_s: float, sent: bool) -> Deli
     return DeliveryError(f"{what}: {redact(type(exc).__name__ + ': ' + str(exc))}", sent=sent)
 
 
+def _verifying_context() -> ssl.SSLContext:
+    """Httpx's verifying context, made once per ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``.
+
+    Making one reads and parses the whole CA bundle (15-30 ms of CPU here), and the watcher's
+    relay lanes make their sinks, each with its transport, on every pass: at 10 events a second
+    that was most of an idle Slack lane's CPU. One context serves every connection of the
+    process (httpcore sets the same ALPN on it for each); a CA bundle replaced on disk is read
+    by the next process.
+    """
+    return _context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _context_for(_cert_file: str | None, _cert_dir: str | None) -> ssl.SSLContext:
+    # Keyed by the two variables httpx reads from the environment to make it.
+    return httpx.create_ssl_context()
+
+
 class DeadlineTransport(httpx.HTTPTransport):
     """httpx's transport, every request over within ``total_s`` seconds, to checked addresses.
 
@@ -179,7 +199,7 @@ class DeadlineTransport(httpx.HTTPTransport):
         policy: AddressPolicy | None = None,
         resolve: Resolver = socket.getaddrinfo,
     ) -> None:
-        context = httpx.create_ssl_context()
+        context = _verifying_context()
         super().__init__(verify=context)
         self._total_s = total_s
         proxy = _environment_proxy(base_url)
