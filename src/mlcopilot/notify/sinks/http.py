@@ -164,7 +164,7 @@ def failed(what: str, exc: BaseException, *, total_s: float, sent: bool) -> Deli
 def _verifying_context() -> ssl.SSLContext:
     """Httpx's verifying context, made once per ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``.
 
-    Making one reads and parses the whole CA bundle (15-30 ms of CPU here), and the watcher's
+    Making one reads and parses the whole CA bundle (25 ms of CPU here), and the watcher's
     relay lanes make their sinks, each with its transport, on every pass: at 10 events a second
     that was most of an idle Slack lane's CPU. One context serves every connection of the
     process (httpcore sets the same ALPN on it for each); a CA bundle replaced on disk is read
