@@ -195,7 +195,8 @@ def renew(
     o = t.outbox
     held: set[int] = set()
     for ids in chunks([item.id for item in items]):
-        renewed = update(o).where(*_held(ids, owner)).values(lease_expires_at=now + lease)
+        ours = (o.c.id.in_(ids), *_claimed_by(owner))
+        renewed = update(o).where(*ours).values(lease_expires_at=now + lease)
         held.update(conn.execute(renewed.returning(o.c.id)).scalars())
     return held
 
@@ -204,9 +205,9 @@ def complete(
     conn: Connection, item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
 ) -> bool:
     """Mark ``item`` done and store its sink reference; False if ``owner`` lost the lease."""
-    result = conn.execute(_done(item, delivered, owner=owner, now=now))
+    result = conn.execute(_marking_done(), _done_values(item, delivered, owner=owner, now=now))
     if delivered.ref is not None:
-        conn.execute(_remember(conn.dialect.name, item, delivered.ref, now))
+        conn.execute(_remembering(conn.dialect.name), _ref_values(item, delivered.ref, now))
     return bool(result.rowcount == 1)
 
 
@@ -224,28 +225,17 @@ def complete_and_renew_at_once(
 
     One statement is atomic on its own, so it runs outside a transaction: one round trip to
     the server where ``BEGIN``, three statements and ``COMMIT`` took five, for every row the
-    relay sends. The statement is built once, its values bound (building one per row cost
-    the relay more CPU than sending it: ``benchmarks/relay.py``).
+    relay sends. The statements are built once, their values bound (building them per row
+    cost the relay more CPU than sending them: ``benchmarks/relay.py``).
     """
     ref = delivered.ref
-    values: dict[str, Any] = {
-        "row": item.id,
-        "owner": owner,
-        "done_at": now,
-        "note": redact(delivered.warning) if delivered.warning else None,
+    values = {
+        **_done_values(item, delivered, owner=owner, now=now),
         # One statement must not update a row twice: the row done is not renewed.
         "queued": [i.id for i in renew if i.id != item.id],
         "until": now + lease,
+        **(_ref_values(item, ref, now) if ref is not None else {}),
     }
-    if ref is not None:
-        values |= {
-            "group": item.group_key,
-            "generation": item.group_generation,
-            "target": item.sink,
-            "ref_key": ref.key,
-            "ref_url": ref.url,
-            "ref_data": dict(ref.data or {}),
-        }
     statement = _completing_and_renewing(remember=ref is not None)
     kept, held = conn.execute(statement, values).one()
     return kept == 1, set(held or ())
@@ -254,27 +244,14 @@ def complete_and_renew_at_once(
 @cache
 def _completing_and_renewing(*, remember: bool) -> Select[int, list[int] | None]:
     """The statement of :func:`complete_and_renew_at_once` (with the sink reference or not)."""
-    o, sending = t.outbox, OutboxStatus.SENDING.value
-    done = (
-        update(o)
-        .where(
-            o.c.id == bindparam("row"), o.c.status == sending, o.c.lease_owner == bindparam("owner")
-        )
-        .values(
-            status=OutboxStatus.DONE.value,
-            delivered_at=bindparam("done_at", type_=o.c.delivered_at.type),
-            lease_owner=None,
-            lease_expires_at=None,
-            warning=bindparam("note", type_=o.c.warning.type),
-        )
-        .returning(o.c.id)
-        .cte("done")
-    )
+    o = t.outbox
+    done = _marking_done().returning(o.c.id).cte("done")
     queued = bindparam("queued", type_=postgresql.ARRAY(o.c.id.type))
+    until = bindparam("until", type_=o.c.lease_expires_at.type)
     renewed = (
         update(o)
-        .where(o.c.id == any_(queued), o.c.status == sending, o.c.lease_owner == bindparam("owner"))
-        .values(lease_expires_at=bindparam("until", type_=o.c.lease_expires_at.type))
+        .where(o.c.id == any_(queued), *_claimed_by(bindparam("owner")))
+        .values(lease_expires_at=until)
         .returning(o.c.id)
         .cte("renewed")
     )
@@ -282,64 +259,66 @@ def _completing_and_renewing(*, remember: bool) -> Select[int, list[int] | None]
         select(func.count()).select_from(done).scalar_subquery(),
         select(func.array_agg(renewed.c.id)).scalar_subquery(),
     )
-    if not remember:
-        return query
-    r = t.sink_refs
-    remembered = (
-        postgresql.insert(r)
-        .values(
-            group_key=bindparam("group", type_=r.c.group_key.type),
-            group_generation=bindparam("generation", type_=r.c.group_generation.type),
-            sink=bindparam("target", type_=r.c.sink.type),
-            ref=bindparam("ref_key", type_=r.c.ref.type),
-            url=bindparam("ref_url", type_=r.c.url.type),
-            data=bindparam("ref_data", type_=r.c.data.type),
-            created_at=bindparam("done_at", type_=r.c.created_at.type),
-        )
-        .on_conflict_do_nothing(index_elements=["group_key", "group_generation", "sink"])
-        .cte("remembered")
-    )
-    return query.add_cte(remembered)
+    return query.add_cte(_remembering("postgresql").cte("remembered")) if remember else query
 
 
-def _held(ids: Sequence[int], owner: str) -> tuple[ColumnElement[bool], ...]:
-    """The rows of ``ids`` still claimed by ``owner``."""
+@cache
+def _marking_done() -> Update:
+    """The row ``row`` marked done at ``done_at`` (``note``: its warning), if ``owner`` holds it."""
     o = t.outbox
-    return (o.c.id.in_(ids), o.c.status == OutboxStatus.SENDING.value, o.c.lease_owner == owner)
-
-
-def _done(item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime) -> Update:
-    """``item`` marked done, if ``owner`` still holds it."""
     return (
-        update(t.outbox)
-        .where(*_held([item.id], owner))
+        update(o)
+        .where(o.c.id == bindparam("row"), *_claimed_by(bindparam("owner")))
         .values(
             status=OutboxStatus.DONE.value,
-            delivered_at=now,
+            delivered_at=bindparam("done_at", type_=o.c.delivered_at.type),
             lease_owner=None,
             lease_expires_at=None,
-            warning=redact(delivered.warning) if delivered.warning else None,
+            warning=bindparam("note", type_=o.c.warning.type),
         )
     )
 
 
-def _remember(
-    dialect: str, item: OutboxItem, ref: SinkRef, now: datetime
-) -> postgresql.Insert | sqlite.Insert:
-    """Where ``item``'s group lives in its sink, unless already known."""
-    insert = (
-        postgresql.insert(t.sink_refs) if dialect == "postgresql" else sqlite.insert(t.sink_refs)
-    )
+def _done_values(
+    item: OutboxItem, delivered: Delivered, *, owner: str, now: datetime
+) -> dict[str, Any]:
+    warning = redact(delivered.warning) if delivered.warning else None
+    return {"row": item.id, "owner": owner, "done_at": now, "note": warning}
+
+
+@cache
+def _remembering(dialect: str) -> postgresql.Insert | sqlite.Insert:
+    """Where a group lives in its sink (``ref_*``), unless already known."""
+    r = t.sink_refs
+    insert = postgresql.insert(r) if dialect == "postgresql" else sqlite.insert(r)
     return insert.values(
-        group_key=item.group_key,
-        group_generation=item.group_generation,
-        # The row's target (``slack:C0PAYMENTS``): where this group lives is per target.
-        sink=item.sink,
-        ref=ref.key,
-        url=ref.url,
-        data=dict(ref.data or {}),
-        created_at=now,
+        group_key=bindparam("group", type_=r.c.group_key.type),
+        group_generation=bindparam("generation", type_=r.c.group_generation.type),
+        sink=bindparam("target", type_=r.c.sink.type),
+        ref=bindparam("ref_key", type_=r.c.ref.type),
+        url=bindparam("ref_url", type_=r.c.url.type),
+        data=bindparam("ref_data", type_=r.c.data.type),
+        created_at=bindparam("done_at", type_=r.c.created_at.type),
     ).on_conflict_do_nothing(index_elements=["group_key", "group_generation", "sink"])
+
+
+def _ref_values(item: OutboxItem, ref: SinkRef, now: datetime) -> dict[str, Any]:
+    return {
+        "group": item.group_key,
+        "generation": item.group_generation,
+        # The row's target (``slack:C0PAYMENTS``): where this group lives is per target.
+        "target": item.sink,
+        "ref_key": ref.key,
+        "ref_url": ref.url,
+        "ref_data": dict(ref.data or {}),
+        "done_at": now,
+    }
+
+
+def _claimed_by(owner: Any) -> tuple[ColumnElement[bool], ...]:
+    """Rows still claimed by ``owner`` (a value or a bound parameter)."""
+    o = t.outbox
+    return (o.c.status == OutboxStatus.SENDING.value, o.c.lease_owner == owner)
 
 
 def fail(
