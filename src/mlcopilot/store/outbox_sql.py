@@ -225,8 +225,8 @@ def complete_and_renew_at_once(
 
     One statement is atomic on its own, so it runs outside a transaction: one round trip to
     the server where ``BEGIN``, three statements and ``COMMIT`` took five, for every row the
-    relay sends. The statements are built once, their values bound (building them per row
-    cost the relay more CPU than sending them: ``benchmarks/relay.py``).
+    relay sends. The statements are built once, their values bound: built per row, the
+    relay's CPU was 1.6 ms a row, built once 0.75 (``benchmarks/relay.py``).
     """
     ref = delivered.ref
     values = {

@@ -623,7 +623,7 @@ class SqlStore(ClosedOnExit):
 
         False when ``owner`` had lost the row's lease to another relay (the row is left alone).
         """
-        if self._engine.dialect.name == "postgresql":
+        if self._postgres:
             kept, _ = self.complete_and_renew(
                 item, delivered, owner=owner, now=now, renew=(), lease=timedelta(0)
             )
@@ -645,7 +645,7 @@ class SqlStore(ClosedOnExit):
 
         On PostgreSQL, one statement outside a transaction: the relay's one round trip a row.
         """
-        if self._engine.dialect.name == "postgresql":
+        if self._postgres:
             with self._statement("recording a delivery") as conn:
                 return outbox_sql.complete_and_renew_at_once(
                     conn, item, delivered, owner=owner, now=now, renew=renew, lease=lease
@@ -712,7 +712,7 @@ class SqlStore(ClosedOnExit):
     def request_rescans(self, models: Sequence[Urn], *, reason: str, now: datetime) -> int:
         """Ask for ``models`` to be scanned again (coalesced per model); how many are new."""
         require_aware("now", now)
-        if self._engine.dialect.name == "postgresql":
+        if self._postgres:
             with self._statement("recording rescan requests") as conn:
                 return rescan_sql.request_at_once(conn, models, reason=reason, now=now)
         with self._write("recording rescan requests") as conn:
@@ -802,7 +802,7 @@ class SqlStore(ClosedOnExit):
         And once as soon as it listens; until ``stop`` is set (:mod:`~mlcopilot.store.wakeups`).
         PostgreSQL only: on SQLite it returns False at once, and watchers poll.
         """
-        if self._engine.dialect.name != "postgresql":
+        if not self._postgres:
             return False
         with self._errors("listening for rescan requests"):
             wakeups.listen(self._engine, wake, stop)
@@ -850,6 +850,11 @@ class SqlStore(ClosedOnExit):
     def _read(self, action: str) -> Iterator[Connection]:
         with self._errors(action), self._engine.connect() as conn:
             yield conn
+
+    @property
+    def _postgres(self) -> bool:
+        """Whether the database is PostgreSQL (some writes are one statement there)."""
+        return self._engine.dialect.name == "postgresql"
 
     @contextmanager
     def _write(self, action: str) -> Iterator[Connection]:
