@@ -5,9 +5,12 @@ delivers that sink's outbox rows as ``mlcopilot outbox deliver`` does, under the
 leases, so several watchers deliver each row once. The lanes run side by side, each in its
 own process with its own :class:`~mlcopilot.notify.relay.Relay`, store connection and sink
 objects: a write-back row costs several DataHub requests, and Slack's rows must not queue
-behind them. A sink's rows stay in its lane, in the order the outbox gives them. The
-write-back lane opens a catalog per pass with rows due (a catalog caches what it read: a kept
-one would compare with what DataHub held before).
+behind them. A sink's rows stay in its lane, in the order the outbox gives them. A
+notification lane builds its sink once and keeps it for its every pass: what a sink learns is
+meant to outlive one pass (the Slack channel's id looked up by name, the GitHub bot's login
+and the labels it made sure of, each pacer's last write, which Slack's and PagerDuty's rate
+limits are counted from). The write-back lane opens a catalog per pass with rows due (a
+catalog caches what it read: a kept one would compare with what DataHub held before).
 
 Why a process per lane: every row is several database round trips and an HTTP call, and a
 thread waiting on one gives up the interpreter; sharing it with the scanner's CPU-bound work,
@@ -40,7 +43,10 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
     from multiprocessing.synchronize import Event
 
+    from mlcopilot.clock import Clock
+    from mlcopilot.notify.relay import Failpoint, Relay
     from mlcopilot.notify.sinks.config import NotifySettings
+    from mlcopilot.notify.sinks.registry import ByDestination
     from mlcopilot.protocols import StateStore
 
 log = logging.getLogger("mlcopilot.watch")
@@ -129,6 +135,7 @@ def _relay(
     from mlcopilot.scan.wiring import open_state
 
     notify = NotifySettings.from_settings(settings)
+    lane_sinks = _LaneSinks(notify, lane)
     while not stop.is_set():
         try:
             store = open_state(settings, create=True)
@@ -144,7 +151,7 @@ def _relay(
                 # Rows come due after a scan (now) or later (group_wait, retries, a lease
                 # another relay let lapse): next_due is never later than the first of them.
                 due = store.next_due(sinks=[lane])
-                if due is not None and due <= _now() and not _pass(settings, lane, notify, store):
+                if due is not None and due <= _now() and not _pass(settings, lane_sinks, store):
                     log.warning("watch: some %s deliveries failed; they stay in the outbox", lane)
                 wake.wait(POLL)
         except Exception as exc:
@@ -154,26 +161,46 @@ def _relay(
             store.close()
 
 
-def _pass(settings: Settings, lane: SinkName, notify: NotifySettings, store: StateStore) -> bool:
-    """One relay run over ``lane``'s due rows; whether it delivered all of them once.
+class _LaneSinks:
+    """A notification lane's sink and failpoint, built at its first pass and kept for the rest.
 
-    The sinks are made per pass, as ``mlcopilot outbox deliver`` makes them; the write-back's
-    catalog is opened for the pass so that it compares with what DataHub holds now, not what
-    an earlier pass cached.
+    Built at the first pass, not at the lane's start: a sink that cannot be built (a plugin's
+    error) fails that pass, which is logged and tried again, as any pass's failure is.
     """
-    from mlcopilot.notify.relay import Relay, env_failpoint
-    from mlcopilot.scan.delivery import notification_sinks, relay
+
+    def __init__(self, notify: NotifySettings, lane: SinkName) -> None:
+        self.notify = notify
+        self.lane = lane
+        self._built: tuple[list[ByDestination], Failpoint] | None = None
+
+    def relay(self, store: StateStore, clock: Clock) -> Relay:
+        """A relay over this lane's sink (built now if no pass has yet)."""
+        from mlcopilot.notify.relay import Relay, env_failpoint
+        from mlcopilot.scan.delivery import notification_sinks
+
+        if self._built is None:
+            sinks = [s for s in notification_sinks(self.notify, clock) if s.name == self.lane]
+            self._built = (sinks, env_failpoint(self.notify.failpoint))
+        sinks, failpoint = self._built
+        return Relay(store, sinks, clock=clock, failpoint=failpoint)
+
+
+def _pass(settings: Settings, lane: _LaneSinks, store: StateStore) -> bool:
+    """One relay run over the lane's due rows; whether it delivered all of them once.
+
+    The write-back's catalog is opened for the pass so that it compares with what DataHub
+    holds now, not what an earlier pass cached; a notification lane's sink is the one it kept.
+    """
+    from mlcopilot.scan.delivery import relay
     from mlcopilot.scan.wiring import open_catalog
 
     clock = SystemClock()
-    if lane != "datahub":
-        sinks = [s for s in notification_sinks(notify, clock) if s.name == lane]
-        failpoint = env_failpoint(notify.failpoint)
-        return Relay(store, sinks, clock=clock, failpoint=failpoint).run().ok
+    if lane.lane != "datahub":
+        return lane.relay(store, clock).run().ok
     catalog = open_catalog(settings.catalog_spec, settings)
     try:
         # The write-back alone: GitHub and Slack have lanes of their own.
-        only_writeback = notify.writeback_only()
+        only_writeback = lane.notify.writeback_only()
         relaying, _ = relay(only_writeback, catalog, store, clock)
         return relaying.run().ok
     finally:
