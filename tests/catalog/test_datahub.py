@@ -177,6 +177,38 @@ def test_nodes_are_fetched_once_in_batches(servers: Servers) -> None:
     catalog.close()
 
 
+def test_incident_statuses_are_read_in_batches(servers: Servers) -> None:
+    names = [f"raw.t{i}" for i in range(5)]
+    server = servers([m for n in names for m in dataset(n, fields=[("id", "long")])])
+    incidents = [
+        IncidentWrite(
+            urn=f"urn:li:incident:mlcopilot-{i:08d}-1",
+            incident_type="CUSTOM",
+            custom_type="PII_EXPOSURE",
+            title=f"PII reaches {name}",
+            description="email feeds the model",
+            priority=1,
+            entities=(dataset_urn(name),),
+            active=i % 2 == 0,
+            created_at=T0,
+            status_changed_at=T0,
+        )
+        for i, name in enumerate(names)
+    ]
+    writer = catalog_for(server)
+    assert writer.apply(incidents)
+    writer.close()
+    reader = catalog_for(server, batch_size=2)
+    server.clear_requests()
+    found = reader.incident_status([w.urn for w in incidents] + ["urn:li:incident:never-written"])
+    # Three batches (two urns each), every incident written found, the one never written not.
+    assert len([r for r in server.requests if r.path.endswith("/incident/batchGet")]) == 3
+    assert {urn: state for urn, (state, _, _) in found.items()} == {
+        w.urn: "ACTIVE" if w.active else "RESOLVED" for w in incidents
+    }
+    reader.close()
+
+
 def test_lineage_completes_the_hops_datahubs_index_misses(servers: Servers, tmp_path: Path) -> None:
     mcps = generated(features=8, tables=2)
     server = servers(mcps)

@@ -791,12 +791,19 @@ class DataHubCatalog(ClosedOnExit):
         """``urn -> (state, stage, number of assignees)`` for the incidents that exist.
 
         How people triaged our incidents in DataHub (stage, assignees) is how an
-        acknowledgement made in DataHub's UI reaches mlcopilot. Read fresh, in batches.
+        acknowledgement made in DataHub's UI reaches mlcopilot. Read fresh, in batches, up to
+        ``max_workers`` at once: a batch of 250 models of ``make bench``'s estate reads about
+        19,000 incidents, 38 requests, which one at a time waited 38 round trips.
         """
         found: dict[Urn, tuple[str, str | None, int]] = {}
-        for chunk in _chunks(list(dict.fromkeys(urns)), self._batch_size):
-            items = [{"urn": urn, "incidentInfo": {}} for urn in chunk]
-            for entity in self._client.batch_get("incident", items):
+        tasks = [
+            _bind(
+                self._client.batch_get, "incident", [{"urn": u, "incidentInfo": {}} for u in chunk]
+            )
+            for chunk in _chunks(list(dict.fromkeys(urns)), self._batch_size)
+        ]
+        for entities in self._run(tasks):
+            for entity in entities:
                 envelope = entity.get("incidentInfo")
                 info = envelope.get("value") if isinstance(envelope, Mapping) else None
                 if isinstance(entity.get("urn"), str) and isinstance(info, Mapping):
