@@ -43,9 +43,7 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
     from multiprocessing.synchronize import Event
 
-    from mlcopilot.clock import Clock
     from mlcopilot.notify.relay import Failpoint, Relay
-    from mlcopilot.notify.sinks.config import NotifySettings
     from mlcopilot.notify.sinks.registry import ByDestination
     from mlcopilot.protocols import StateStore
 
@@ -131,11 +129,9 @@ def _relay(
     settings: Settings, lane: SinkName, backoff: timedelta, wake: Event, stop: Event
 ) -> None:
     """Deliver ``lane``'s rows whenever some are due, until ``stop``."""
-    from mlcopilot.notify.sinks.config import NotifySettings
     from mlcopilot.scan.wiring import open_state
 
-    notify = NotifySettings.from_settings(settings)
-    lane_sinks = _LaneSinks(notify, lane)
+    delivering = _Lane(settings, lane)
     while not stop.is_set():
         try:
             store = open_state(settings, create=True)
@@ -151,7 +147,7 @@ def _relay(
                 # Rows come due after a scan (now) or later (group_wait, retries, a lease
                 # another relay let lapse): next_due is never later than the first of them.
                 due = store.next_due(sinks=[lane])
-                if due is not None and due <= _now() and not _pass(settings, lane_sinks, store):
+                if due is not None and due <= _now() and not delivering.deliver(store):
                     log.warning("watch: some %s deliveries failed; they stay in the outbox", lane)
                 wake.wait(POLL)
         except Exception as exc:
@@ -161,50 +157,53 @@ def _relay(
             store.close()
 
 
-class _LaneSinks:
-    """A notification lane's sink and failpoint, built at its first pass and kept for the rest.
+class _Lane:
+    """One relay lane's passes, and what it keeps from one pass to the next.
 
-    Built at the first pass, not at the lane's start: a sink that cannot be built (a plugin's
-    error) fails that pass, which is logged and tried again, as any pass's failure is.
+    A notification lane keeps its sink (and failpoint), built at its first pass rather than at
+    the lane's start: a sink that cannot be built (a plugin's error) fails that pass, which is
+    logged and tried again, as any pass's failure is. The write-back lane keeps nothing: it
+    opens the catalog for each pass, so that it compares with what DataHub holds now, not with
+    what an earlier pass cached.
     """
 
-    def __init__(self, notify: NotifySettings, lane: SinkName) -> None:
-        self.notify = notify
-        self.lane = lane
-        self._built: tuple[list[ByDestination], Failpoint] | None = None
+    def __init__(self, settings: Settings, name: SinkName) -> None:
+        from mlcopilot.notify.sinks.config import NotifySettings
 
-    def relay(self, store: StateStore, clock: Clock) -> Relay:
-        """A relay over this lane's sink (built now if no pass has yet)."""
+        self._settings = settings
+        self._name = name
+        self._notify = NotifySettings.from_settings(settings)
+        self._clock = SystemClock()
+        self._kept: tuple[list[ByDestination], Failpoint] | None = None
+
+    def deliver(self, store: StateStore) -> bool:
+        """One relay run over the lane's due rows; whether it delivered all of them once."""
+        if self._name == "datahub":
+            return self._write_back(store)
+        return self._notifying(store).run().ok
+
+    def _notifying(self, store: StateStore) -> Relay:
         from mlcopilot.notify.relay import Relay, env_failpoint
         from mlcopilot.scan.delivery import notification_sinks
 
-        if self._built is None:
-            sinks = [s for s in notification_sinks(self.notify, clock) if s.name == self.lane]
-            self._built = (sinks, env_failpoint(self.notify.failpoint))
-        sinks, failpoint = self._built
-        return Relay(store, sinks, clock=clock, failpoint=failpoint)
+        if self._kept is None:
+            built = notification_sinks(self._notify, self._clock)
+            sinks = [s for s in built if s.name == self._name]
+            self._kept = (sinks, env_failpoint(self._notify.failpoint))
+        sinks, failpoint = self._kept
+        return Relay(store, sinks, clock=self._clock, failpoint=failpoint)
 
+    def _write_back(self, store: StateStore) -> bool:
+        from mlcopilot.scan.delivery import relay
+        from mlcopilot.scan.wiring import open_catalog
 
-def _pass(settings: Settings, lane: _LaneSinks, store: StateStore) -> bool:
-    """One relay run over the lane's due rows; whether it delivered all of them once.
-
-    The write-back's catalog is opened for the pass so that it compares with what DataHub
-    holds now, not what an earlier pass cached; a notification lane's sink is the one it kept.
-    """
-    from mlcopilot.scan.delivery import relay
-    from mlcopilot.scan.wiring import open_catalog
-
-    clock = SystemClock()
-    if lane.lane != "datahub":
-        return lane.relay(store, clock).run().ok
-    catalog = open_catalog(settings.catalog_spec, settings)
-    try:
-        # The write-back alone: GitHub and Slack have lanes of their own.
-        only_writeback = lane.notify.writeback_only()
-        relaying, _ = relay(only_writeback, catalog, store, clock)
-        return relaying.run().ok
-    finally:
-        catalog.close()
+        catalog = open_catalog(self._settings.catalog_spec, self._settings)
+        try:
+            # The write-back alone: GitHub and Slack have lanes of their own.
+            relaying, _ = relay(self._notify.writeback_only(), catalog, store, self._clock)
+            return relaying.run().ok
+        finally:
+            catalog.close()
 
 
 def _now() -> datetime:
