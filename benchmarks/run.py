@@ -485,8 +485,8 @@ def tables(report: dict[str, Any]) -> str:
         f"- Stand-in latency {LATENCY * 1000:.0f} ms per request (every backend but `lite:`); "
         f"walk caps `max_hops={LIMITS['max_hops']}`, `max_nodes={LIMITS['max_nodes']:,}`; "
         f"`datahub:` defaults (batch {BATCH_SIZE}, 4 requests in flight).",
-        f"- `make bench` took {report['elapsed_s'] / 60:.1f} min "
-        f"(catalogs cached in `benchmarks/.cache/`).",
+        f"- These measurements (`python -m benchmarks.run`, the first step of `make bench`) "
+        f"took {report['elapsed_s'] / 60:.1f} min (catalogs cached in `benchmarks/.cache/`).",
         "",
         "### Every measurement",
         "",
