@@ -181,18 +181,7 @@ def test_incident_statuses_are_read_in_batches(servers: Servers) -> None:
     names = [f"raw.t{i}" for i in range(5)]
     server = servers([m for n in names for m in dataset(n, fields=[("id", "long")])])
     incidents = [
-        IncidentWrite(
-            urn=f"urn:li:incident:mlcopilot-{i:08d}-1",
-            incident_type="CUSTOM",
-            custom_type="PII_EXPOSURE",
-            title=f"PII reaches {name}",
-            description="email feeds the model",
-            priority=1,
-            entities=(dataset_urn(name),),
-            active=i % 2 == 0,
-            created_at=T0,
-            status_changed_at=T0,
-        )
+        pii_incident(f"{i:08d}", name, (dataset_urn(name),), active=i % 2 == 0)
         for i, name in enumerate(names)
     ]
     writer = catalog_for(server)
@@ -272,6 +261,24 @@ def assert_same_catalog(lite: Catalog, remote: Catalog) -> None:
             assert remote.schema_as_of(urn, when) == lite.schema_as_of(urn, when), urn
 
 
+def pii_incident(
+    key: str, reached: str, entities: tuple[str, ...], *, active: bool = True
+) -> IncidentWrite:
+    """mlcopilot's native incident ``key`` (generation 1): PII reaches ``reached``."""
+    return IncidentWrite(
+        urn=f"urn:li:incident:mlcopilot-{key}-1",
+        incident_type="CUSTOM",
+        custom_type="PII_EXPOSURE",
+        title=f"PII reaches {reached}",
+        description="email feeds the model",
+        priority=1,
+        entities=entities,
+        active=active,
+        created_at=T0,
+        status_changed_at=T0,
+    )
+
+
 def writes_for(models: Sequence[str], entities: Sequence[str]) -> list[Write]:
     writes: list[Write] = []
     for i, entity in enumerate(entities):
@@ -281,18 +288,7 @@ def writes_for(models: Sequence[str], entities: Sequence[str]) -> list[Write]:
         writes.append(
             PropertyWrite(model, "urn:li:structuredProperty:io.mlcopilot.openRisks", ("x: 1",))
         )
-        incident = IncidentWrite(
-            urn=f"urn:li:incident:mlcopilot-{abs(hash(model)) % 10**8}-1",
-            incident_type="CUSTOM",
-            custom_type="PII_EXPOSURE",
-            title=f"PII reaches {model}",
-            description="email feeds the model",
-            priority=1,
-            entities=(model, *entities[:1]),
-            active=True,
-            created_at=T0,
-            status_changed_at=T0,
-        )
+        incident = pii_incident(str(abs(hash(model)) % 10**8), model, (model, *entities[:1]))
         writes += [
             incident,
             DocumentWrite(
