@@ -22,7 +22,7 @@ from mlcopilot.catalog.datahub.catalog import DataHubCatalog
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.catalog.loader import read_metadata_file
 from mlcopilot.errors import CatalogError, CatalogUnavailable
-from mlcopilot.model import DocumentWrite, IncidentWrite, PropertyWrite, TagWrite, Write
+from mlcopilot.model import DocumentWrite, IncidentWrite, TagWrite
 from mlcopilot.protocols import Catalog, WalkLimits
 from testing.builders import (
     T0,
@@ -39,6 +39,7 @@ from testing.builders import (
 )
 from tests.catalog.datahub_backend import StandInCatalog, needs_standin, start_standin
 from tests.catalog.signals import dbt_test, incident, run
+from tests.catalog.writes import pii_incident, writes_for
 from tests.conftest import DEMO_DATA, SAMPLES
 
 pytestmark = needs_standin
@@ -259,48 +260,6 @@ def assert_same_catalog(lite: Catalog, remote: Catalog) -> None:
     for urn in [u for u in urns if u.startswith("urn:li:dataset:")][:40]:
         for when in (T0, T0 + timedelta(days=3650)):
             assert remote.schema_as_of(urn, when) == lite.schema_as_of(urn, when), urn
-
-
-def pii_incident(
-    key: str, reached: str, entities: tuple[str, ...], *, active: bool = True
-) -> IncidentWrite:
-    """mlcopilot's native incident ``key`` (generation 1): PII reaches ``reached``."""
-    return IncidentWrite(
-        urn=f"urn:li:incident:mlcopilot-{key}-1",
-        incident_type="CUSTOM",
-        custom_type="PII_EXPOSURE",
-        title=f"PII reaches {reached}",
-        description="email feeds the model",
-        priority=1,
-        entities=entities,
-        active=active,
-        created_at=T0,
-        status_changed_at=T0,
-    )
-
-
-def writes_for(models: Sequence[str], entities: Sequence[str]) -> list[Write]:
-    writes: list[Write] = []
-    for i, entity in enumerate(entities):
-        writes.append(TagWrite(entity, "urn:li:tag:mlcopilot-pii-exposure", present=True))
-        writes.append(TagWrite(entity, "urn:li:tag:PII", present=i % 2 == 0))
-    for model in models:
-        writes.append(
-            PropertyWrite(model, "urn:li:structuredProperty:io.mlcopilot.openRisks", ("x: 1",))
-        )
-        incident = pii_incident(str(abs(hash(model)) % 10**8), model, (model, *entities[:1]))
-        writes += [
-            incident,
-            DocumentWrite(
-                urn=incident.urn.replace("incident", "document"),
-                title=incident.title,
-                text="# PII ✓",
-                related_assets=incident.entities,
-                created_at=T0,
-                modified_at=T0,
-            ),
-        ]
-    return writes
 
 
 def assert_same_write_back(lite: Catalog, remote: Catalog) -> None:

@@ -52,6 +52,7 @@ from testing.builders import (
 )
 from tests.catalog.datahub_backend import start_standin
 from tests.catalog.mcp_backend import SharedServer, mcp_catalog_for, needs_mcp
+from tests.catalog.writes import writes_for
 from tests.conftest import DEMO_DATA, SAMPLES
 
 pytestmark = needs_mcp
@@ -188,41 +189,6 @@ def assert_same_reads(expected: Catalog, *others: Catalog) -> None:
 
 def _aspects_of(urn: str) -> set[str]:
     return set(ENTITY_TYPE_TO_ASPECT_NAMES.get(urn.split(":")[2]) or ())
-
-
-def writes_for(models: Sequence[str], entities: Sequence[str]) -> list[Write]:
-    writes: list[Write] = []
-    for i, entity in enumerate(entities):
-        writes.append(TagWrite(entity, "urn:li:tag:mlcopilot-pii-exposure", present=True))
-        writes.append(TagWrite(entity, "urn:li:tag:PII", present=i % 2 == 0))
-    for n, model in enumerate(models):
-        writes.append(
-            PropertyWrite(model, "urn:li:structuredProperty:io.mlcopilot.openRisks", ("x: 1",))
-        )
-        incident = IncidentWrite(
-            urn=f"urn:li:incident:mlcopilot-{n:016x}-1",
-            incident_type="CUSTOM",
-            custom_type="PII_EXPOSURE",
-            title=f"PII reaches {model}",
-            description="email feeds the model",
-            priority=1,
-            entities=(model, *entities[:1]),
-            active=True,
-            created_at=T0,
-            status_changed_at=T0,
-        )
-        writes += [
-            incident,
-            DocumentWrite(
-                urn=incident.urn.replace("incident", "document"),
-                title=incident.title,
-                text="# PII ✓",
-                related_assets=incident.entities,
-                created_at=T0,
-                modified_at=T0,
-            ),
-        ]
-    return writes
 
 
 def assert_same_write_back(expected: Catalog, *others: Catalog) -> None:
