@@ -52,7 +52,9 @@ def reconcile(
         evaluated: Whether the scan reached ``entity`` for ``model`` and ``check`` could decide
             there. Only then may an incident whose finding is gone be resolved. A predicate
             ``(model, check, entity) -> bool`` or a set of such triples.
-        now: The scan time, stamped on everything opened, updated or resolved.
+        now: The scan time, stamped on everything opened, updated or resolved. A stored
+            incident opened or resolved after it is left as it is: a scan that read DataHub
+            later committed it while this one ran.
         undecided: Finer than ``evaluated``: the fields of an evaluated entity the check still
             could not decide (a column a profile no longer covers). Their incidents are left
             untouched too.
@@ -79,12 +81,14 @@ def reconcile(
             before = head if head is not None and head.is_open else None
         if before is None:
             opened.append(_open(incident_id, finding, generation=1, now=now))
+        elif _changed_after(before, now):
+            continue
         elif before.is_open:
             updated.append(_refresh(incident_id, before, finding, now=now))
         else:
             opened.append(_open(incident_id, finding, generation=before.generation + 1, now=now))
     for incident_id, before in latest.items():
-        if incident_id in current or not before.is_open:
+        if incident_id in current or not before.is_open or _changed_after(before, now):
             continue
         if not could_decide(before.model, before.check, before.entity):
             continue
@@ -101,6 +105,18 @@ def reconcile(
         opened=tuple(sorted(opened, key=by_id)),
         updated=tuple(sorted(updated, key=by_id)),
         resolved=tuple(sorted(resolved, key=by_id)),
+    )
+
+
+def _changed_after(incident: Incident | IncidentHead, now: datetime) -> bool:
+    """Whether a scan on a later clock than ``now`` opened or resolved ``incident``.
+
+    Only a scan that committed while this one ran can have (each scan's clock is checked
+    against the last committed one's when it starts): it read DataHub later than this scan
+    did, so what it decided stands, and this scan leaves the incident as it is.
+    """
+    return incident.opened_at > now or (
+        incident.resolved_at is not None and incident.resolved_at > now
     )
 
 
