@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
     from multiprocessing.synchronize import Event
 
-    from mlcopilot.notify.relay import Failpoint, Relay
+    from mlcopilot.notify.relay import Relay
     from mlcopilot.notify.sinks.registry import ByDestination
     from mlcopilot.protocols import StateStore
 
@@ -160,21 +160,23 @@ def _relay(
 class _Lane:
     """One relay lane's passes, and what it keeps from one pass to the next.
 
-    A notification lane keeps its sink (and failpoint), built at its first pass rather than at
-    the lane's start: a sink that cannot be built (a plugin's error) fails that pass, which is
+    A notification lane keeps its sink, built at its first pass rather than at the lane's
+    start: a sink that cannot be built (a plugin's error) fails that pass, which is
     logged and tried again, as any pass's failure is. The write-back lane keeps nothing: it
     opens the catalog for each pass, so that it compares with what DataHub holds now, not with
     what an earlier pass cached.
     """
 
     def __init__(self, settings: Settings, name: SinkName) -> None:
+        from mlcopilot.notify.relay import env_failpoint
         from mlcopilot.notify.sinks.config import NotifySettings
 
         self._settings = settings
         self._name = name
         self._notify = NotifySettings.from_settings(settings)
         self._clock = SystemClock()
-        self._kept: tuple[list[ByDestination], Failpoint] | None = None
+        self._failpoint = env_failpoint(self._notify.failpoint)
+        self._sinks: list[ByDestination] | None = None
 
     def deliver(self, store: StateStore) -> bool:
         """One relay run over the lane's due rows; whether it delivered all of them once."""
@@ -183,15 +185,13 @@ class _Lane:
         return self._notifying(store).run().ok
 
     def _notifying(self, store: StateStore) -> Relay:
-        from mlcopilot.notify.relay import Relay, env_failpoint
+        from mlcopilot.notify.relay import Relay
         from mlcopilot.scan.delivery import notification_sinks
 
-        if self._kept is None:
+        if self._sinks is None:
             built = notification_sinks(self._notify, self._clock)
-            sinks = [s for s in built if s.name == self._name]
-            self._kept = (sinks, env_failpoint(self._notify.failpoint))
-        sinks, failpoint = self._kept
-        return Relay(store, sinks, clock=self._clock, failpoint=failpoint)
+            self._sinks = [s for s in built if s.name == self._name]
+        return Relay(store, self._sinks, clock=self._clock, failpoint=self._failpoint)
 
     def _write_back(self, store: StateStore) -> bool:
         from mlcopilot.scan.delivery import relay
