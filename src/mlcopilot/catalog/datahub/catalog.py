@@ -794,7 +794,8 @@ class DataHubCatalog(ClosedOnExit):
         acknowledgement made in DataHub's UI reaches mlcopilot. Read fresh, in batches, up to
         ``max_workers`` at once: a full rescan of ``make bench``'s 1,000-model estate asks 307
         (77 a batch of 250 models); one at a time, they cost each batch about 1.5 s
-        (``benchmarks/rescan.py``, one watcher's full rescan: 28.7 s before, 21.4-23.3 after).
+        (``benchmarks/rescan.py`` on one host, one watcher's full rescan: 28.7 s before, 21.4-26.8
+        in six runs after).
         """
         found: dict[Urn, tuple[str, str | None, int]] = {}
         tasks = [

@@ -164,11 +164,13 @@ def failed(what: str, exc: BaseException, *, total_s: float, sent: bool) -> Deli
 def _verifying_context() -> ssl.SSLContext:
     """Httpx's verifying context, made once per ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``.
 
-    Making one reads and parses the whole CA bundle (25 ms of CPU here), and the watcher's
-    relay lanes make their sinks, each with its transport, on every pass: made once, the Slack
-    lane's CPU at 10 events a second went 0.26 → 0.15 (``benchmarks/watch.py``). One context
-    serves every connection of the process (httpcore sets the same ALPN on it for each); a CA
-    bundle replaced on disk is read by the next process.
+    Making one reads and parses the whole CA bundle (25 ms of CPU here), and a process makes
+    many transports: one a sink and destination, and the watcher's scanner builds the sinks for
+    every scan it runs. (When its relay lanes also built theirs every pass, making the context
+    once took the Slack lane's CPU at 10 events a second from 0.26 to 0.15:
+    ``benchmarks/watch.py``, session 23.) One context serves every connection of the process
+    (httpcore sets the same ALPN on it for each); a CA bundle replaced on disk is read by the
+    next process.
     """
     return _context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 

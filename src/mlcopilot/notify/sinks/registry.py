@@ -198,7 +198,7 @@ def _maker(
 def _plugins(notify: NotifySettings) -> dict[str, type[SinkPlugin]]:
     if not notify.plugins:
         # Listing entry points reads every installed package's metadata (7 ms on an idle
-        # machine), and the watcher's relay lanes build their sinks on every pass.
+        # machine), and the watcher's scanner builds the sinks for every scan it runs.
         return {}
     found = plugin_entry_points()
     return {name: cast("type[SinkPlugin]", load_plugin(found[name])) for name in notify.plugins}
