@@ -15,13 +15,18 @@ B = finding_id("urn:li:mlModel:a", "pii_exposure", "urn:li:dataset:x", "phone")
 
 
 def row(
-    incident_id: str, generation: int, state: IncidentState, at: str = "t0", by: str | None = None
+    incident_id: str,
+    generation: int,
+    state: IncidentState,
+    at: str = "t0",
+    by: str | None = None,
+    seen: str = "t0",
 ) -> tuple[object, ...]:
     """A stored row, its time as the store holds it (decoded by the heads)."""
     acked = at if state is ACK else None
     resolved = at if state is RESOLVED else None
     resolution = "fixed" if state is RESOLVED else None
-    return (incident_id, generation, state.value, at, resolved, acked, by, resolution)
+    return (incident_id, generation, state.value, at, resolved, acked, by, resolution, seen)
 
 
 def decode(raw: str | None) -> datetime | None:
@@ -30,13 +35,15 @@ def decode(raw: str | None) -> datetime | None:
 
 def test_the_latest_generation_of_each_is_kept_whatever_the_order() -> None:
     heads = IncidentHeads(
-        [row(B, 2, OPEN, "t3"), row(A, 1, ACK, "t1", "ana"), row(B, 1, RESOLVED, "t2")],
+        [row(B, 2, OPEN, "t3", seen="t4"), row(A, 1, ACK, "t1", "ana"), row(B, 1, RESOLVED, "t2")],
         decode_time=decode,
     )
     assert len(heads) == 2
     hour = timedelta(hours=1)
-    assert heads.get(A) == IncidentHead(1, ACK, T0 + hour, None, T0 + hour, "ana", None)
-    assert heads.get(B) == IncidentHead(2, OPEN, T0 + 3 * hour, None, None, None, None)
+    assert heads.get(A) == IncidentHead(1, ACK, T0 + hour, None, T0 + hour, "ana", None, T0)
+    assert heads.get(B) == IncidentHead(
+        2, OPEN, T0 + 3 * hour, None, None, None, None, T0 + 4 * hour
+    )
     assert heads.get(finding_id("m", "c", "e", None)) is None
     assert list(heads.ids(open=True)) == sorted([A, B])
     assert list(heads.ids(open=False)) == []
@@ -58,7 +65,7 @@ def test_an_id_that_is_not_16_lowercase_hex_digits_is_kept_by_its_string() -> No
     assert list(heads.ids(open=False)) == [odd[0]]
 
 
-def test_a_new_generation_an_acknowledgement_and_a_resolution_each_show() -> None:
+def test_a_new_generation_an_acknowledgement_a_resolution_and_a_sighting_each_show() -> None:
     base = [row(A, 1, OPEN), row(B, 1, OPEN), row("inc-1", 1, OPEN)]
     ids = [A, B, "inc-1"]
 
@@ -71,6 +78,8 @@ def test_a_new_generation_an_acknowledgement_and_a_resolution_each_show() -> Non
         [row(A, 2, OPEN), *base[1:]],
         [row(A, 1, ACK, by="ana"), *base[1:]],
         [*base[:2], row("inc-1", 1, RESOLVED)],
+        [row(A, 1, OPEN, seen="t5"), *base[1:]],
+        [*base[:2], row("inc-1", 1, OPEN, seen="t5")],
         base[:2],
     ]
     for rows in changed:
@@ -84,6 +93,8 @@ def test_each_distinct_time_is_decoded_once() -> None:
         seen.append(raw)
         return decode(raw)
 
-    IncidentHeads([row(A, 1, OPEN, "t1"), row(B, 1, OPEN, "t1")], decode_time=counting)
-    # opened_at's t1 once, and None once for each of the two other time columns
-    assert sorted(seen, key=str) == [None, None, "t1"]
+    rows = [row(A, 1, OPEN, "t1", seen="t1"), row(B, 1, OPEN, "t1", seen="t1")]
+    IncidentHeads(rows, decode_time=counting)
+    # t1 once each for opened_at and seen_at, and None once each for the two other time columns
+    assert sorted(seen, key=str) == [None, None, "t1", "t1"]
+

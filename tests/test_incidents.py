@@ -207,6 +207,7 @@ def test_opened_incident_carries_the_finding() -> None:
         evidence=f.evidence,
         opened_at=NOW,
         updated_at=NOW,
+        seen_at=NOW,
     )
 
 
@@ -227,7 +228,7 @@ def test_refresh_keeps_every_field_it_does_not_take_from_the_finding() -> None:
         for name in (f.name for f in dataclasses.fields(Incident)):
             expected = (
                 NOW
-                if name == "updated_at"
+                if name in ("updated_at", "seen_at")
                 else getattr(LOUDER if name in refreshed else before, name)
             )
             assert getattr(after, name) == expected, name
@@ -425,3 +426,21 @@ def test_a_resolved_head_is_not_refreshed() -> None:
     changes = reconcile([], [F], evaluated=everything, now=NOW, refreshing=heads.get)
     assert _outcomes(changes.opened) == ((F.id, 1, OPEN),)
     assert changes.updated == ()
+
+
+def test_a_scan_on_an_earlier_clock_leaves_what_a_later_scan_decided() -> None:
+    """Scans of one model committed out of the order they read DataHub in (two watchers)."""
+    later = NOW + timedelta(minutes=1)
+    found_again = dataclasses.replace(stored(F), seen_at=later)
+    opened = dataclasses.replace(stored(F), opened_at=later)
+    resolved = dataclasses.replace(stored(F, RESOLVED), resolved_at=later)
+    for before in (found_again, opened):
+        assert reconcile([before], [], evaluated=everything, now=NOW) == IncidentChanges()
+        assert reconcile([before], [LOUDER], evaluated=everything, now=NOW) == IncidentChanges()
+        heads = IncidentHeads.of([before]).get
+        found = reconcile([], [LOUDER], evaluated=everything, now=NOW, refreshing=heads)
+        assert found == IncidentChanges()
+    assert reconcile([resolved], [F], evaluated=everything, now=NOW) == IncidentChanges()
+    # Seen on this scan's own clock or before: refreshed and resolved as usual.
+    same = dataclasses.replace(stored(F), seen_at=NOW)
+    assert len(reconcile([same], [], evaluated=everything, now=NOW).resolved) == 1

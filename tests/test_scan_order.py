@@ -9,11 +9,8 @@ only when it starts (``scan.selection.check_clock``), and on a conflict it recon
 findings against the newer state. Before ``lifecycle._changed_after``, A undid what B decided:
 it resolved the incident B had just opened (at a time before B opened it) or opened again the
 one B had just resolved, and people heard of it twice. Now A leaves alone every incident opened
-or resolved on a later clock than its own.
-
-What it does not cover: an incident open before both scans that A's older read no longer
-finds and B's newer read finds again (the risk gone and back within one batch's scan); B only
-refreshes it, which leaves no time A can compare with, and A resolves it.
+or resolved on a later clock than its own, and (since ``Incident.seen_at``) every incident B
+found again: open before both scans, no longer found by A's older read, found by B's newer one.
 """
 
 from __future__ import annotations
@@ -60,3 +57,13 @@ def test_a_scan_leaves_resolved_what_a_fresher_scan_resolved_meanwhile(tmp_path:
         w.scan(deliver=False)
         (incident,) = scan_a_with_b_committing_first(w, a_read=PII, b_reads={})
         assert (incident.state, incident.generation) == (IncidentState.RESOLVED, 1)
+
+
+def test_a_scan_leaves_open_what_a_fresher_scan_found_again_meanwhile(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.script = PII
+        w.scan(deliver=False)
+        (incident,) = scan_a_with_b_committing_first(w, a_read={}, b_reads=PII)
+        assert (incident.state, incident.generation) == (IncidentState.OPEN, 1)
+        assert incident.seen_at is not None
+        assert incident.seen_at > incident.opened_at

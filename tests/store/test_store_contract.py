@@ -102,7 +102,7 @@ def test_open_creates_the_schema_at_head(store: SqlStore, raw: Engine) -> None:
         "incidents",
     }
     with raw.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_heads() == ("0008",)
+        assert MigrationContext.configure(conn).get_current_heads() == ("0009",)
         # the tables the migrations built are exactly the ones the queries are written against
         diff = compare_metadata(MigrationContext.configure(conn), tables.metadata)
     assert diff == []
@@ -336,7 +336,7 @@ def test_record_scan_open_update_resolve_and_recur(store: SqlStore, raw: Engine)
         Severity.CRITICAL,
         "now critical",
     )
-    assert (second.opened_at, second.updated_at) == (T0, T1)
+    assert (second.opened_at, second.updated_at, second.seen_at) == (T0, T1, T1)
 
     scan(store, [], T2)
     resolved = store.get(f.id)
@@ -346,6 +346,7 @@ def test_record_scan_open_update_resolve_and_recur(store: SqlStore, raw: Engine)
         T2,
         CLEARED,
     )
+    assert resolved.seen_at == T1  # resolving finds nothing: it says when, not seen_at
     assert store.incidents(include_resolved=False) == []
 
     recurred = scan(store, [f], T3)
@@ -462,8 +463,9 @@ def test_incident_heads_are_each_latest_generation_state_and_times(store: SqlSto
         acknowledged_at=T1,
         acknowledged_by="ana",
         resolution=None,
+        seen_at=T3,
     )
-    assert heads.get(b.id) == IncidentHead(2, IncidentState.OPEN, T3, None, None, None, None)
+    assert heads.get(b.id) == IncidentHead(2, IncidentState.OPEN, T3, None, None, None, None, T3)
     assert heads.get(c.id) is None  # another model's
     assert list(heads.ids(open=True)) == sorted([a.id, b.id])
     assert list(heads.ids(open=False)) == []

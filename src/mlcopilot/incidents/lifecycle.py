@@ -53,8 +53,8 @@ def reconcile(
             there. Only then may an incident whose finding is gone be resolved. A predicate
             ``(model, check, entity) -> bool`` or a set of such triples.
         now: The scan time, stamped on everything opened, updated or resolved. A stored
-            incident opened or resolved after it is left as it is: a scan that read DataHub
-            later committed it while this one ran.
+            incident opened, found again or resolved after it is left as it is: a scan that
+            read DataHub later committed it while this one ran.
         undecided: Finer than ``evaluated``: the fields of an evaluated entity the check still
             could not decide (a column a profile no longer covers). Their incidents are left
             untouched too.
@@ -109,14 +109,16 @@ def reconcile(
 
 
 def _changed_after(incident: Incident | IncidentHead, now: datetime) -> bool:
-    """Whether a scan on a later clock than ``now`` opened or resolved ``incident``.
+    """Whether a scan on a later clock than ``now`` opened, found again or resolved ``incident``.
 
     Only a scan that committed while this one ran can have (each scan's clock is checked
     against the last committed one's when it starts): it read DataHub later than this scan
     did, so what it decided stands, and this scan leaves the incident as it is.
     """
-    return incident.opened_at > now or (
-        incident.resolved_at is not None and incident.resolved_at > now
+    return (
+        incident.opened_at > now
+        or (incident.seen_at is not None and incident.seen_at > now)
+        or (incident.resolved_at is not None and incident.resolved_at > now)
     )
 
 
@@ -230,6 +232,7 @@ def _open(incident_id: str, finding: Finding, *, generation: int, now: datetime)
         evidence=finding.evidence,
         opened_at=now,
         updated_at=now,
+        seen_at=now,
     )
 
 
@@ -260,4 +263,5 @@ def _refresh(
         acknowledged_at=incident.acknowledged_at,
         acknowledged_by=incident.acknowledged_by,
         resolution=incident.resolution,
+        seen_at=now,
     )

@@ -225,6 +225,12 @@ class Incident:
     acknowledged_at: datetime | None = None
     acknowledged_by: str | None = None
     resolution: str | None = None
+    seen_at: datetime | None = None
+    """The clock of the last scan that found it (opened or refreshed it); None when unknown.
+
+    Unlike ``updated_at``, which acknowledging or resolving by hand sets at the wall-clock
+    time, only a scan sets it: what a scan committed later than another read DataHub can tell
+    that one (:func:`mlcopilot.incidents.lifecycle.reconcile`)."""
 
     @property
     def key(self) -> str:

@@ -29,12 +29,16 @@ _RESOLVED = _CODES[IncidentState.RESOLVED.value]
 
 _Row = Sequence[Any]
 """A stored incident's ``(id, generation, state, opened_at, resolved_at, acknowledged_at,
-acknowledged_by, resolution)``, its times as the store holds them."""
+acknowledged_by, resolution, seen_at)``, its times as the store holds them."""
 
 
 @dataclass(frozen=True, slots=True)
 class IncidentHead:
-    """What a refresh keeps of a stored incident: generation, state, times, acknowledgement."""
+    """What a refresh keeps of a stored incident: generation, state, times, acknowledgement.
+
+    ``seen_at`` is not kept by a refresh (it sets its own) but tells whether a scan that read
+    DataHub later committed meanwhile (:func:`mlcopilot.incidents.lifecycle.reconcile`).
+    """
 
     generation: int
     state: IncidentState
@@ -43,6 +47,7 @@ class IncidentHead:
     acknowledged_at: datetime | None
     acknowledged_by: str | None
     resolution: str | None
+    seen_at: datetime | None
 
     @property
     def is_open(self) -> bool:
@@ -111,6 +116,7 @@ class IncidentHeads:
         self._acknowledged_at: _Repeated[datetime | None] = _Repeated(decode_time)
         self._acknowledged_by: _Repeated[str | None] = _Repeated()
         self._resolution: _Repeated[str | None] = _Repeated()
+        self._seen_at: _Repeated[datetime | None] = _Repeated(decode_time)
         self._other: dict[str, IncidentHead] = {}
         for incident_id, generation, state, *rest in rows:
             key = _key(incident_id)
@@ -120,12 +126,13 @@ class IncidentHeads:
             keys.append(key)
             generations.append(generation)
             states.append(_CODES[state])
-            opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution = rest
+            opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution, seen_at = rest
             self._opened_at.add(opened_at)
             self._resolved_at.add(resolved_at)
             self._acknowledged_at.add(acknowledged_at)
             self._acknowledged_by.add(acknowledged_by)
             self._resolution.add(resolution)
+            self._seen_at.add(seen_at)
         # By id, the latest generation last; then one row an id, the last of its run.
         order = sorted(range(len(keys)), key=lambda row: (keys[row], generations[row]))
         order = [
@@ -152,6 +159,7 @@ class IncidentHeads:
                 i.acknowledged_at,
                 i.acknowledged_by,
                 i.resolution,
+                i.seen_at,
             )
             for i in incidents
         )
@@ -175,6 +183,7 @@ class IncidentHeads:
             self._acknowledged_at[row],
             self._acknowledged_by[row],
             self._resolution[row],
+            self._seen_at[row],
         )
 
     def ids(self, *, open: bool) -> Iterator[str]:
@@ -192,6 +201,7 @@ class IncidentHeads:
             self._acknowledged_at,
             self._acknowledged_by,
             self._resolution,
+            self._seen_at,
         )
 
     def _keep_other(
@@ -205,7 +215,7 @@ class IncidentHeads:
         known = self._other.get(incident_id)
         if known is not None and known.generation >= generation:
             return
-        opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution = rest
+        opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution, seen_at = rest
         time = decode_time or (lambda value: value)
         self._other[incident_id] = IncidentHead(
             generation,
@@ -215,4 +225,5 @@ class IncidentHeads:
             time(acknowledged_at),
             acknowledged_by,
             resolution,
+            time(seen_at),
         )

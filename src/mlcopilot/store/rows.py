@@ -62,6 +62,7 @@ def incident_from_mapping(m: Mapping[str, Any], strings: dict[str, str] | None =
         acknowledged_at=m["acknowledged_at"],
         acknowledged_by=m["acknowledged_by"],
         resolution=m["resolution"],
+        seen_at=m["seen_at"],
     )
 
 

@@ -146,6 +146,8 @@ incidents = Table(
     Column("acknowledged_at", UTCDateTime),
     Column("acknowledged_by", Text),
     Column("resolution", Text),
+    # The clock of the last scan that found it; only scans set it (``Incident.seen_at``).
+    Column("seen_at", UTCDateTime),
     Column("last_run_id", Integer, ForeignKey("scan_runs.id")),
     Column("group_key", String(32)),
     Column("group_generation", Integer),

@@ -360,6 +360,7 @@ class SqlStore(ClosedOnExit):
             raw_time(i.c.acknowledged_at),
             i.c.acknowledged_by,
             i.c.resolution,
+            raw_time(i.c.seen_at),
         )
         with self._read("reading incidents") as conn:
             rows = chain.from_iterable(
@@ -1250,6 +1251,7 @@ def _incident_row(inc: Incident, run_id: int | None) -> dict[str, Any]:
         "acknowledged_at": inc.acknowledged_at,
         "acknowledged_by": inc.acknowledged_by,
         "resolution": inc.resolution,
+        "seen_at": inc.seen_at,
         "last_run_id": run_id,
     }
 
@@ -1316,6 +1318,7 @@ def _updated_values(inc: Incident, *, run_id: int) -> dict[str, Any]:
         "path": list(inc.path),
         "evidence": _jsonable(inc.evidence),
         "updated_at": inc.updated_at,
+        "seen_at": inc.seen_at,
         "last_run_id": run_id,
     }
 
