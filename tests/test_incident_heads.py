@@ -98,3 +98,14 @@ def test_each_distinct_time_is_decoded_once() -> None:
     # t1 once each for opened_at and seen_at, and None once each for the two other time columns
     assert sorted(seen, key=str) == [None, None, "t1", "t1"]
 
+
+def test_a_column_of_many_distinct_values_keeps_every_row() -> None:
+    """Row numbers take a byte each until a column has more than 256 values, then widen."""
+    ids = [f"{n:016x}" for n in range(1, 70_002)]
+    rows = [row(i, 1, OPEN, f"t{n}", by=f"user{n % 300}", seen=f"t{n}") for n, i in enumerate(ids)]
+    heads = IncidentHeads(reversed(rows), decode_time=decode)
+    for n in (0, 255, 256, 299, 300, 65_535, 65_536, 70_000):
+        head = heads.get(ids[n])
+        assert head is not None
+        assert head.opened_at == head.seen_at == T0 + timedelta(hours=n)
+        assert head.acknowledged_by == f"user{n % 300}"
