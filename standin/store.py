@@ -180,7 +180,11 @@ class LiteStore:
 
     def get(self, urn: str, name: str, version: int = 0) -> AspectRow | None:
         if version == 0:
-            return self.latest(urn).get(name)
+            with self._lock:
+                known = self._latest.get(urn)
+            if known is not None:
+                return known.get(name)
+        # One aspect, not cached: re-indexing after a write reads just what it wrote.
         rows = self._rows(
             f"SELECT {self._COLUMNS} FROM metadata_aspect_v2 m "
             "WHERE m.urn = ? AND m.aspect_name = ? AND m.version = ?",

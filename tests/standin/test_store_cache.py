@@ -31,7 +31,9 @@ def store(tmp_path: Path) -> LiteStore:
 
 
 def description(store: LiteStore, urn: str) -> str | None:
-    row = store.get(urn, "datasetProperties")
+    """What both reads say (``latest`` caches the entity; ``get`` reads the cache or one row)."""
+    row = store.latest(urn, ["datasetProperties"]).get("datasetProperties")
+    assert store.get(urn, "datasetProperties") == row
     return None if row is None else row.value.get("description")
 
 
