@@ -228,9 +228,10 @@ class Incident:
     seen_at: datetime | None = None
     """The clock of the last scan that found it (opened or refreshed it); None when unknown.
 
-    Unlike ``updated_at``, which acknowledging or resolving by hand sets at the wall-clock
-    time, only a scan sets it: what a scan committed later than another read DataHub can tell
-    that one (:func:`mlcopilot.incidents.lifecycle.reconcile`)."""
+    Only scans set it (acknowledging or resolving by hand sets ``updated_at``, at the
+    wall-clock time): a scan that read DataHub earlier than the one that last found the
+    incident, and commits after it, leaves the incident as that one left it
+    (:func:`mlcopilot.incidents.lifecycle.reconcile`)."""
 
     @property
     def key(self) -> str:
