@@ -37,7 +37,9 @@ def upgrade() -> None:
         sa.column("last_run_id", sa.Integer),
         sa.column("seen_at", sa.DateTime(timezone=True)),
     )
-    runs = sa.table("scan_runs", sa.column("id", sa.Integer), sa.column("now", sa.DateTime))
+    runs = sa.table(
+        "scan_runs", sa.column("id", sa.Integer), sa.column("now", sa.DateTime(timezone=True))
+    )
     scan_clock = sa.select(runs.c.now).where(runs.c.id == i.c.last_run_id).scalar_subquery()
     op.get_bind().execute(sa.update(i).where(i.c.state != "resolved").values(seen_at=scan_clock))
 
