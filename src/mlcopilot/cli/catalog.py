@@ -46,13 +46,24 @@ def catalog_load(
     check_files(files)  # a missing file must not leave an empty catalog behind
     lite = open_lite(settings.catalog_spec)
 
+    stopping = False
+
     def stop(signum: int, frame: object) -> None:
         # Unwind like Ctrl-C: the load's transaction rolls back and the catalog stays as it was.
+        # Raised inside a finalizer or a GC callback, Python drops it: the next progress stops.
+        nonlocal stopping
+        stopping = True
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        with _load_progress() as progress:
+        with _load_progress() as shown:
+
+            def progress(done: int, total: int) -> None:
+                if stopping:
+                    raise KeyboardInterrupt
+                shown(done, total)
+
             summary = load_metadata_files(lite, files, progress=progress)
     except KeyboardInterrupt:
         err.print("[bold red]interrupted[/]: nothing was loaded, the catalog is as it was")

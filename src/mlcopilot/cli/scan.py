@@ -259,7 +259,7 @@ def _scan_and_report(
                     waits,
                     interrupts,
                     deliver=deliver,
-                    progress=progress,
+                    progress=interrupts.watched(progress),
                 )
             else:
                 result = service.scan(
@@ -268,7 +268,7 @@ def _scan_and_report(
                     options,
                     clock=waits,
                     deliver=deliver,
-                    progress=progress,
+                    progress=interrupts.watched(progress),
                     steps=interrupts.step,
                 )
         finally:
@@ -344,14 +344,33 @@ class _Interrupts:
                 signal.signal(each, handler)
 
     def _signalled(self, signum: int, frame: object) -> None:
+        self._pending = True
         if self._recording:
-            self._pending = True  # raised once the transaction has ended
-            return
+            return  # raised once the transaction has ended
+        # Python runs a handler between any two bytecodes, a garbage collector's weakref
+        # callback included, and an exception raised there is printed and dropped: the flag
+        # stays set, so the next model or the recording stops the scan all the same.
         raise KeyboardInterrupt
+
+    def _stop_if_signalled(self) -> None:
+        if self._pending:
+            self._pending = False
+            raise KeyboardInterrupt
+
+    def watched(self, progress: ScanProgress | None) -> ScanProgress:
+        """``progress``, stopping the scan before the next model once a signal has come."""
+
+        def advance(done: int, total: int, model: str) -> None:
+            self._stop_if_signalled()
+            if progress is not None:
+                progress(done, total, model)
+
+        return advance
 
     def step(self, name: str) -> None:
         """One step of the scan or its relay (the failpoints' names)."""
         if name == "before_commit":
+            self._stop_if_signalled()  # a signal dropped mid-walk: nothing is recorded
             self._recording = True
         elif name == "after_commit":
             self.recorded = True
@@ -364,9 +383,7 @@ class _Interrupts:
     def settle(self) -> None:
         """The transaction is over (committed, or the scan failed): an interrupt waiting goes."""
         self._recording = False
-        if self._pending:
-            self._pending = False
-            raise KeyboardInterrupt
+        self._stop_if_signalled()
 
     def said(self) -> str:
         """What was and was not recorded, in one sentence."""
