@@ -1,4 +1,4 @@
-"""The suite's two workers keep each ``xdist_group`` on one worker, as `make test` asks.
+"""The suite's workers keep each ``xdist_group`` on one worker, as `make test` asks.
 
 Tests sharing a costly fixture (the browser report, the scale catalogs) or the broker carry
 ``pytest.mark.xdist_group``; with ``--dist loadgroup`` xdist sends each group to one worker.
