@@ -422,7 +422,7 @@ class StateStore(OutboxStore, Protocol):
         ...
 
     def watched_groups(self, models: Sequence[Urn] | None = None) -> list[WatchedGroup]:
-        """Open, unacknowledged notification groups (of ``models``), with refs and incidents."""
+        """Open, unacknowledged notification groups (of ``models``: with their incidents only)."""
         ...
 
     def incident_refs(self, sink: SinkName) -> dict[tuple[str, int], SinkRef]:

@@ -72,3 +72,26 @@ def test_watched_groups_name_their_open_members_as_the_incidents(store: SqlStore
     assert {m.key for m in group.incidents} == {i.key for i in incidents.values()}
     assert store.watched_groups([MODEL]) == [group]
     assert store.watched_groups(["urn:li:mlModel:(urn:li:dataPlatform:mlflow,other,PROD)"]) == []
+
+
+def test_watched_groups_of_models_hold_only_those_models_incidents(store: SqlStore) -> None:
+    """A group on a shared entity is read back by each model's scan for its own incidents.
+
+    Every batch of a full rescan read every member of the groups it touched, the estate's
+    ~36,000 on a shared upstream; a member acknowledged acknowledges its group, so its own
+    incidents are what a scan needs to read back.
+    """
+    other = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,other,PROD)"
+    incident_id = _deliver_open(store)
+    record(store, [finding(), finding(model=other)], T0 + timedelta(hours=1))
+    ids = {i.model: i.id for i in store.incidents()}
+    assert ids[MODEL] == incident_id
+
+    (both,) = store.watched_groups()
+    assert sorted(m.model for m in both.incidents) == sorted([MODEL, other])
+    (mine,) = store.watched_groups([MODEL])
+    assert (mine.key, mine.generation, mine.refs) == (both.key, both.generation, both.refs)
+    assert [(m.id, m.model) for m in mine.incidents] == [(incident_id, MODEL)]
+    (theirs,) = store.watched_groups([other])
+    assert [(m.id, m.model) for m in theirs.incidents] == [(ids[other], other)]
+    assert theirs.refs == {"github": SinkRef("github", "7", URL, {})}  # the group's issue

@@ -24,18 +24,23 @@ _WATCHED_COLUMNS = (
     t.incidents.c.group_generation,
 )
 """What reading acknowledgements back needs of a member: its name (id and generation) and
-model. Not the incident: a group on a shared upstream entity has members across the estate,
-~36,000 read again by every batch of a full rescan (its JSON columns decoded were 1.6 s of a
-batch's 11)."""
+model. Not the incident: its JSON columns decoded were 1.6 s of a full rescan's batch's 11."""
 
 
 def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup]:
-    """Open, unacknowledged groups with an open incident of ``models`` (all when None).
+    """Open groups with an open incident of ``models`` (all when None), with those incidents.
 
-    Set-based reads whatever the number of groups (a watcher scans every few seconds against
-    a store of thousands of open groups): the groups' keys, their open incidents, their sink
-    references, a statement each (per chunk of keys). The incidents come named (id,
-    generation, model), not read whole.
+    Only the incidents of ``models`` are members: a group on a shared upstream entity has
+    members across the estate, and every batch of a full rescan read them all again (~36,000 at
+    ``make bench``'s 1,000-model estate, and a DataHub request for each 500), to acknowledge
+    incidents their own batch reads back anyway. A group with one member acknowledged is
+    acknowledged (``notify_sql``), so an issue acknowledged on GitHub still silences the whole
+    group from the first scan that reads it back.
+
+    Set-based reads whatever the number of groups (a watcher scans every few seconds against a
+    store of thousands of open groups): the incidents, then their groups' sink references, a
+    statement each (per chunk of models or keys). The incidents come named (id, generation,
+    model), not read whole.
     """
     g, i, r = t.notify_groups, t.incidents, t.sink_refs
     of_open_group = (g.c.state == GroupState.OPEN.value,)
@@ -53,17 +58,13 @@ def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup
         rows = conn.execute(incidents).all()
         ref_rows = conn.execute(refs).all()
     else:
-        keys = sorted(_group_keys(conn, models))
-        rows = _by_key(conn, incidents, i.c.group_key, keys)
+        rows = _by_key(conn, incidents, i.c.model, list(dict.fromkeys(models)))
+        keys = sorted({row.group_key for row in rows})
         ref_rows = _by_key(conn, refs, r.c.group_key, keys)
     members: dict[tuple[str, int], list[WatchedMember]] = {}
     for incident_id, generation, model, group_key, group_generation in rows:
         member = WatchedMember(incident_id, int(generation), model)
         members.setdefault((group_key, int(group_generation)), []).append(member)
-    if models is not None:
-        # A model's incident may be open in another generation of the group: not this one.
-        wanted = set(models)
-        members = {k: found for k, found in members.items() if {x.model for x in found} & wanted}
     sink_refs: dict[tuple[str, int], dict[SinkName, SinkRef]] = {}
     for row in ref_rows:
         sink_refs.setdefault((row.group_key, int(row.group_generation)), {})[row.sink] = SinkRef(
@@ -78,18 +79,6 @@ def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup
         )
         for key, generation in sorted(members)
     ]
-
-
-def _group_keys(conn: Connection, models: Sequence[Urn]) -> set[str]:
-    """The keys of the groups holding an open incident of ``models``."""
-    i = t.incidents
-    keys: set[str] = set()
-    for chunk in chunks(list(dict.fromkeys(models))):
-        query = select(i.c.group_key).where(
-            i.c.model.in_(chunk), i.c.state == "open", i.c.group_key.is_not(None)
-        )
-        keys.update(conn.execute(query).scalars())
-    return keys
 
 
 def _by_key(
