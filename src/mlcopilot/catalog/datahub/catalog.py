@@ -792,10 +792,10 @@ class DataHubCatalog(ClosedOnExit):
 
         How people triaged our incidents in DataHub (stage, assignees) is how an
         acknowledgement made in DataHub's UI reaches mlcopilot. Read fresh, in batches, up to
-        ``max_workers`` at once: a full rescan of ``make bench``'s 1,000-model estate asks 307
-        (77 a batch of 250 models); one at a time, they cost each batch about 1.5 s
-        (``benchmarks/rescan.py`` on one host, one watcher's full rescan: 28.7 s before, 21.4-26.8
-        in six runs after).
+        ``max_workers`` at once: one at a time, a full rescan of ``make bench``'s 1,000-model
+        estate (then asking about every member of each group it touched: 77 requests a batch of
+        250 models) took one watcher 28.7 s, and 21.4-26.8 s in six runs four at a time
+        (``benchmarks/rescan.py``).
         """
         found: dict[Urn, tuple[str, str | None, int]] = {}
         tasks = [
