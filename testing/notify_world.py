@@ -164,8 +164,14 @@ class World:
         )
 
     def scan(
-        self, store: SqlStore | None = None, *, report_targets: bool = True, **overrides: Any
+        self,
+        store: SqlStore | None = None,
+        *,
+        report_targets: bool = True,
+        models: Sequence[str] = (),
+        **overrides: Any,
     ) -> ScanResult:
+        """Scan every model, or the ``models`` named (urns), and deliver."""
         with ExitStack() as stack:
             catalog = stack.enter_context(LiteCatalog(self.catalog_path))
             if store is None:
@@ -174,7 +180,9 @@ class World:
                 catalog,
                 store,
                 scripted_checks(self.script),
-                ScanOptions(now=self.clock.now(), report_targets=report_targets),
+                ScanOptions(
+                    now=self.clock.now(), models=tuple(models), report_targets=report_targets
+                ),
                 delivery=self.delivery(catalog, **overrides),
             )
 

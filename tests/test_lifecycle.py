@@ -12,6 +12,7 @@ from datahub.metadata import schema_classes as sc
 from mlcopilot.catalog.lite import LiteCatalog
 from mlcopilot.incidents.writeback import incident_urn
 from mlcopilot.model import IncidentState, Severity
+from testing.builders import model_urn
 from testing.notify_world import CUSTOMERS, World, world
 
 CRIT = Severity.CRITICAL
@@ -141,3 +142,38 @@ def test_an_acknowledgement_in_datahub_silences_reminders(tmp_path: Path) -> Non
         assert result.acks.acknowledged == {incident.id: "datahub:investigation"}
         assert len(w.github.comment_posts()) == 0
         assert len(w.slack.replies()) == 0
+
+
+def test_a_scan_of_one_model_reads_back_the_shared_groups_github_acknowledgement(
+    tmp_path: Path,
+) -> None:
+    """Two models' incidents in one group (one issue); a scan of one model reads the issue.
+
+    A scan reads back acknowledgements for its own models' incidents, but an issue
+    acknowledged on GitHub acknowledges its whole group: the other model's incident too, at
+    once, as when every model is scanned.
+    """
+    churn, fraud = model_urn("churn"), model_urn("fraud")
+    shared = {"churn": ["raw.customers"], "fraud": ["raw.customers"]}
+    with world(tmp_path, models=shared) as w:
+        w.script = {"stale_source": {CUSTOMERS: [(None, Severity.HIGH, None)]}}
+        w.scan()
+        (number,) = w.github.issues  # one group, one issue
+        w.github.assign(number, "carol")
+
+        w.clock.advance(timedelta(hours=5))  # past the 4 h reminder
+        result = w.scan(models=[churn])
+        with w.store() as store:
+            incidents = {i.model: i for i in store.incidents()}
+        assert {incidents[m].id: "github:@carol" for m in (churn, fraud)} == (
+            result.acks.acknowledged
+        )
+        assert {m: i.acknowledged_by for m, i in incidents.items()} == {
+            churn: "github:@carol",
+            fraud: "github:@carol",
+        }
+        assert counts(w)["comments"] == 0  # acknowledged: no reminder
+
+        w.clock.advance(timedelta(hours=5))
+        assert w.scan(models=[fraud]).acks.acknowledged == {}  # nothing left to read back
+        assert counts(w)["comments"] == 0

@@ -421,8 +421,13 @@ class StateStore(OutboxStore, Protocol):
         """Resolve an incident by hand (with ``notify``, plan what that notifies)."""
         ...
 
-    def watched_groups(self, models: Sequence[Urn] | None = None) -> list[WatchedGroup]:
-        """Open, unacknowledged notification groups (of ``models``: with their incidents only)."""
+    def watched_groups(
+        self, models: Sequence[Urn] | None = None, *, keys: Sequence[str] | None = None
+    ) -> list[WatchedGroup]:
+        """Open, unacknowledged notification groups (of ``models``: with their incidents only).
+
+        With ``keys``, the open groups of those keys with every open incident of theirs.
+        """
         ...
 
     def incident_refs(self, sink: SinkName) -> dict[tuple[str, int], SinkRef]:

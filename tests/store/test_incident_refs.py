@@ -95,3 +95,6 @@ def test_watched_groups_of_models_hold_only_those_models_incidents(store: SqlSto
     (theirs,) = store.watched_groups([other])
     assert [(m.id, m.model) for m in theirs.incidents] == [(ids[other], other)]
     assert theirs.refs == {"github": SinkRef("github", "7", URL, {})}  # the group's issue
+    # A group acknowledged as a whole (its issue) is read again by key: every open member.
+    assert store.watched_groups(keys=[mine.key]) == [both]
+    assert store.watched_groups(keys=["no such group"]) == []

@@ -35,6 +35,11 @@ class AckSource(Protocol):
         """What to call the source in warnings."""
         ...
 
+    @property
+    def whole_groups(self) -> bool:
+        """Whether an acknowledgement here is of the whole group (every open incident of it)."""
+        ...
+
     def acknowledgements(self, groups: Sequence[WatchedGroup]) -> dict[str, str]:
         """``incident id -> who`` for the incidents of ``groups`` acknowledged there."""
         ...
@@ -64,6 +69,7 @@ class GitHubAcks:
     """
 
     label = "GitHub"
+    whole_groups = True
 
     def __init__(self, readers: IssueReaders) -> None:
         self._readers = readers
@@ -87,6 +93,7 @@ class DataHubAcks:
     """The DataHub incident's stage (past TRIAGE) or an assignee, per incident."""
 
     label = "DataHub"
+    whole_groups = False
 
     def __init__(self, reader: IncidentStatusReader) -> None:
         self._reader = reader
@@ -134,6 +141,8 @@ def read_back(
             log.warning("%s", warning)
             report.warnings.append(warning)
             continue
+        if source.whole_groups and found:
+            found = _every_member(store, groups, found)
         for incident_id, who in found.items():
             report.acknowledged.setdefault(incident_id, who)
     for incident_id, who in sorted(report.acknowledged.items()):
@@ -142,3 +151,24 @@ def read_back(
         except MlCopilotError as exc:  # resolved meanwhile: nothing left to acknowledge
             report.warnings.append(redact_exception(exc))
     return report
+
+
+def _every_member(
+    store: StateStore, groups: Sequence[WatchedGroup], found: dict[str, str]
+) -> dict[str, str]:
+    """``found`` and every other open incident of the groups acknowledged as a whole.
+
+    ``groups`` hold the scanned models' incidents only; a group on a shared entity has other
+    models' too, which its acknowledgement covers as well (read for those groups alone).
+    """
+    who_by_key = {
+        group.key: found[member.id]
+        for group in groups
+        for member in group.incidents
+        if member.id in found
+    }
+    everyone = dict(found)
+    for group in store.watched_groups(keys=sorted(who_by_key)):
+        for member in group.incidents:
+            everyone.setdefault(member.id, who_by_key[group.key])
+    return everyone

@@ -27,15 +27,19 @@ _WATCHED_COLUMNS = (
 model. Not the incident: its JSON columns decoded were 1.6 s of a full rescan's batch's 11."""
 
 
-def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup]:
+def watched(
+    conn: Connection, models: Sequence[Urn] | None, keys: Sequence[str] | None = None
+) -> list[WatchedGroup]:
     """Open groups with an open incident of ``models`` (all when None), with those incidents.
+
+    With ``keys``: the open groups of those keys, with all their open incidents (``models`` is
+    then ignored): a group acknowledged as a whole (its GitHub issue) acknowledges them all.
 
     Only the incidents of ``models`` are members: a group on a shared upstream entity has
     members across the estate, and every batch of a full rescan read them all again (~36,000 at
     ``make bench``'s 1,000-model estate, and a DataHub request for each 500), to acknowledge
-    incidents their own batch reads back anyway. A group with one member acknowledged is
-    acknowledged (``notify_sql``), so an issue acknowledged on GitHub still silences the whole
-    group from the first scan that reads it back.
+    incidents their own batch reads back anyway. An issue acknowledged on GitHub acknowledges
+    its whole group: ``notify.acks`` reads that group again by ``keys``.
 
     Set-based reads whatever the number of groups (a watcher scans every few seconds against a
     store of thousands of open groups): the incidents, then their groups' sink references, a
@@ -54,17 +58,21 @@ def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup
         .join(g, (g.c.key == r.c.group_key) & (g.c.generation == r.c.group_generation))
         .where(*of_open_group)
     )
-    if models is None:
+    rows: Sequence[Row[Any]]
+    ref_rows: Sequence[Row[Any]]
+    if keys is not None:
+        rows = _where_in(conn, incidents, i.c.group_key, sorted(set(keys)))
+        ref_rows = _where_in(conn, refs, r.c.group_key, sorted(set(keys)))
+    elif models is None:
         rows = conn.execute(incidents).all()
         ref_rows = conn.execute(refs).all()
     else:
-        rows = _by_key(conn, incidents, i.c.model, list(dict.fromkeys(models)))
-        keys = sorted({row.group_key for row in rows})
-        ref_rows = _by_key(conn, refs, r.c.group_key, keys)
+        rows = _where_in(conn, incidents, i.c.model, list(dict.fromkeys(models)))
+        ref_rows = _where_in(conn, refs, r.c.group_key, sorted({row.group_key for row in rows}))
     members: dict[tuple[str, int], list[WatchedMember]] = {}
-    for incident_id, generation, model, group_key, group_generation in rows:
-        member = WatchedMember(incident_id, int(generation), model)
-        members.setdefault((group_key, int(group_generation)), []).append(member)
+    for row in rows:
+        member = WatchedMember(row.id, int(row.generation), row.model)
+        members.setdefault((row.group_key, int(row.group_generation)), []).append(member)
     sink_refs: dict[tuple[str, int], dict[SinkName, SinkRef]] = {}
     for row in ref_rows:
         sink_refs.setdefault((row.group_key, int(row.group_generation)), {})[row.sink] = SinkRef(
@@ -81,12 +89,12 @@ def watched(conn: Connection, models: Sequence[Urn] | None) -> list[WatchedGroup
     ]
 
 
-def _by_key(
-    conn: Connection, query: Select[Any], column: ColumnElement[Any], keys: list[str]
+def _where_in(
+    conn: Connection, query: Select[Any], column: ColumnElement[Any], values: list[str]
 ) -> list[Row[Any]]:
-    """``query``'s rows whose ``column`` is one of ``keys``."""
+    """``query``'s rows whose ``column`` is one of ``values`` (a statement a chunk of them)."""
     rows: list[Row[Any]] = []
-    for chunk in chunks(keys):
+    for chunk in chunks(values):
         rows += conn.execute(query.where(column.in_(chunk))).all()
     return rows
 

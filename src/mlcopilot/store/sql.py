@@ -814,14 +814,17 @@ class SqlStore(ClosedOnExit):
         with self._read("reading rescan requests") as conn:
             return rescan_sql.items(conn)
 
-    def watched_groups(self, models: Sequence[Urn] | None = None) -> list[WatchedGroup]:
+    def watched_groups(
+        self, models: Sequence[Urn] | None = None, *, keys: Sequence[str] | None = None
+    ) -> list[WatchedGroup]:
         """Open, unacknowledged notification groups (of ``models``), with refs and members.
 
         What a scan reads acknowledgements back for: the GitHub issue and the DataHub incidents.
-        The members come without their evidence (empty): what is read back names them by id.
+        The members are the open incidents of ``models`` (all of the group's with ``keys``),
+        named by id.
         """
         with self._read("reading notification groups") as conn:
-            return groups_sql.watched(conn, models)
+            return groups_sql.watched(conn, models, keys)
 
     def incident_refs(self, sink: SinkName) -> dict[tuple[str, int], SinkRef]:
         """Each incident occurrence's group reference in ``sink``, whatever its state."""
