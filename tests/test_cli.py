@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -208,6 +209,9 @@ def test_incident_ack_and_manual_resolve(demo_catalog: Mlcopilot) -> None:
     acked = next(i for i in listed if i["id"] == some_id)
     assert acked["state"] == "acknowledged"
     assert acked["acknowledged_by"] == "alice"
+    # The last scan that found it, not the acknowledgement (made on the wall clock).
+    assert datetime.fromisoformat(acked["seen_at"]) == datetime.fromisoformat(DAY1)
+    assert acked["updated_at"] == acked["acknowledged_at"] != acked["seen_at"]
     resolved = demo_catalog("incidents", "resolve", some_id, "--reason", "fixed upstream")
     assert resolved.code == 0, resolved.stderr
     missing = demo_catalog("incidents", "ack", "0000000000000000")
