@@ -161,14 +161,16 @@ def _every_member(
     ``groups`` hold the scanned models' incidents only; a group on a shared entity has other
     models' too, which its acknowledgement covers as well (read for those groups alone).
     """
-    who_by_key = {
-        group.key: found[member.id]
+    who_by_group = {
+        (group.key, group.generation): found[member.id]
         for group in groups
         for member in group.incidents
         if member.id in found
     }
     everyone = dict(found)
-    for group in store.watched_groups(keys=sorted(who_by_key)):
-        for member in group.incidents:
-            everyone.setdefault(member.id, who_by_key[group.key])
+    for group in store.watched_groups(keys=sorted({key for key, _ in who_by_group})):
+        who = who_by_group.get((group.key, group.generation))
+        if who is not None:
+            for member in group.incidents:
+                everyone.setdefault(member.id, who)
     return everyone
