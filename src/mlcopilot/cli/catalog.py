@@ -49,13 +49,15 @@ def catalog_load(
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
-        # Unwind like Ctrl-C: the load's transaction rolls back and the catalog stays as it was.
-        # Raised inside a finalizer or a GC callback, Python drops it: the next progress stops.
+        # Unwind: the load's transaction rolls back and the catalog stays as it was. Raised
+        # inside a finalizer or a GC callback, Python drops it (Ctrl-C's default handler's
+        # too, hence both signals here): the next progress stops the load.
         nonlocal stopping
         stopping = True
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {each: signal.signal(each, stop) for each in signals}
     try:
         with _load_progress() as shown:
 
@@ -69,7 +71,8 @@ def catalog_load(
         err.print("[bold red]interrupted[/]: nothing was loaded, the catalog is as it was")
         raise typer.Exit(130) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for each, handler in previous.items():
+            signal.signal(each, handler)
         lite.close()
     out.print(
         f"Loaded {summary.records} records from {summary.files} file(s) into {lite.label}: "
