@@ -52,8 +52,8 @@ test-tools:
 # process, the Kafka broker, Chromium, a pip install); `make test` runs lint, types, import
 # contracts and every test. Both on three workers, one more than the two CPUs the suite is sized
 # for: a third of the suite's time is tests waiting (on a deadline, a lease, a broker, another
-# process), and a third worker fills it (2 CPUs: 6:14 on two workers without the browser tests,
-# 4:57 on three with them). The slowest tests are listed at the end.
+# process), and a third worker fills it (one 2-CPU host: 4:57 on three workers, 6:14 on two
+# without even the browser tests). The slowest tests are listed at the end.
 PYTEST := $(BIN)/pytest -q -n 3 --dist loadgroup --durations=25
 
 unit: $(VENV)/.installed-dev
