@@ -21,12 +21,13 @@ def row(
     at: str = "t0",
     by: str | None = None,
     seen: str = "t0",
+    digest: int | None = None,
 ) -> tuple[object, ...]:
     """A stored row, its time as the store holds it (decoded by the heads)."""
     acked = at if state is ACK else None
     resolved = at if state is RESOLVED else None
     resolution = "fixed" if state is RESOLVED else None
-    return (incident_id, generation, state.value, at, resolved, acked, by, resolution, seen)
+    return (incident_id, generation, state.value, at, resolved, acked, by, resolution, seen, digest)
 
 
 def decode(raw: str | None) -> datetime | None:
@@ -35,14 +36,18 @@ def decode(raw: str | None) -> datetime | None:
 
 def test_the_latest_generation_of_each_is_kept_whatever_the_order() -> None:
     heads = IncidentHeads(
-        [row(B, 2, OPEN, "t3", seen="t4"), row(A, 1, ACK, "t1", "ana"), row(B, 1, RESOLVED, "t2")],
+        [
+            row(B, 2, OPEN, "t3", seen="t4", digest=7),
+            row(A, 1, ACK, "t1", "ana"),
+            row(B, 1, RESOLVED, "t2", digest=5),
+        ],
         decode_time=decode,
     )
     assert len(heads) == 2
     hour = timedelta(hours=1)
     assert heads.get(A) == IncidentHead(1, ACK, T0 + hour, None, T0 + hour, "ana", None, T0)
     assert heads.get(B) == IncidentHead(
-        2, OPEN, T0 + 3 * hour, None, None, None, None, T0 + 4 * hour
+        2, OPEN, T0 + 3 * hour, None, None, None, None, T0 + 4 * hour, digest=7
     )
     assert heads.get(finding_id("m", "c", "e", None)) is None
     assert list(heads.ids(open=True)) == sorted([A, B])
@@ -80,6 +85,8 @@ def test_a_new_generation_an_acknowledgement_a_resolution_and_a_sighting_each_sh
         [*base[:2], row("inc-1", 1, RESOLVED)],
         [row(A, 1, OPEN, seen="t5"), *base[1:]],
         [*base[:2], row("inc-1", 1, OPEN, seen="t5")],
+        [row(A, 1, OPEN, digest=0), *base[1:]],
+        [*base[:2], row("inc-1", 1, OPEN, digest=2**63 - 1)],
         base[:2],
     ]
     for rows in changed:

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from mlcopilot.errors import UsageError
 from mlcopilot.incidents.lifecycle import CLEARED, Evaluated, acknowledge, reconcile, resolve
-from mlcopilot.model import Finding, Incident, IncidentChanges, IncidentState, Severity
+from mlcopilot.model import (
+    Finding,
+    Incident,
+    IncidentChanges,
+    IncidentState,
+    Severity,
+    content_digest,
+)
 from mlcopilot.model.incident_heads import IncidentHeads
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn,PROD)"
@@ -361,13 +368,16 @@ Stored = tuple[list[Incident], list[Finding], set[str]]
 def scans(draw: st.DrawFn) -> Stored:
     previous = draw(st.dictionaries(FIELDS, st.tuples(STATES, st.integers(1, 4))))
     found = draw(st.sets(FIELDS))
+    reworded = draw(st.sets(FIELDS))
     decided = draw(st.sets(st.sampled_from([DS, DS2])))
 
-    def on(field: str) -> Finding:
-        return finding(field, entity=DS if field < "c" else DS2)
+    def on(field: str, *, reworded: bool = False) -> Finding:
+        message = "PII column still feeds it" if reworded else "PII column feeds the model"
+        return finding(field, entity=DS if field < "c" else DS2, message=message)
 
     before = [stored(on(f), state, gen) for f, (state, gen) in previous.items()]
-    return before, [on(f) for f in found], decided
+    now_found = [on(f, reworded=f in reworded) for f in found]
+    return before, now_found, decided
 
 
 def _at(decided: set[str]) -> Callable[[str, str, str], bool]:
@@ -417,7 +427,12 @@ def test_reconciling_refreshed_incidents_from_their_heads_changes_nothing(scan: 
     heads = IncidentHeads.of(before)
     could = _at(decided)
     split = reconcile(whole, findings, evaluated=could, now=NOW, refreshing=heads.get)
-    assert split == reconcile(before, findings, evaluated=could, now=NOW)
+    full = reconcile(before, findings, evaluated=could, now=NOW)
+    # The same changes; only heads carry the stored digest that says one is found as stored.
+    assert full.unchanged == bytes(len(full.updated))
+    assert dataclasses.replace(split, unchanged=full.unchanged) == full
+    stored_as = {i.id: content_digest(i) for i in before if i.is_open}
+    assert split.unchanged == bytes(stored_as[i.id] == content_digest(i) for i in split.updated)
 
 
 def test_a_resolved_head_is_not_refreshed() -> None:

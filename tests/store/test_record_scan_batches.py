@@ -2,7 +2,8 @@
 
 ``record_scan`` opens, refreshes and resolves incidents an executemany per part of
 ``WRITE_CHUNK`` rows, not a statement per incident: each row must still get its own values,
-and one changed underneath must still be a conflict with nothing written. ``open_kinds``
+and one changed underneath must still be a conflict with nothing written. Incidents found
+again as stored are stamped seen, a statement per slice of ids, under the same rule. ``open_kinds``
 answers which kinds other models hold open on entities (what keeps a tag) without reading
 their incidents: it must say what the incidents say.
 """
@@ -141,6 +142,86 @@ def test_updates_given_out_of_order_are_stored_each_on_its_row(store: SqlStore) 
     assert {i.field: i.message for i in store.incidents()} == {
         f"f{n:04d}": f"changed {n}" for n in range(40)
     }
+
+
+# --- found again as stored: only stamped seen
+
+
+def as_a_scan(store: SqlStore, findings: list[Finding], now: datetime) -> IncidentChanges:
+    """Reconcile as a scan does: the incidents it will refresh read as heads, with digests."""
+    heads = store.incident_heads([model(0)])
+    return reconcile([], findings, evaluated=everything(findings), now=now, refreshing=heads.get)
+
+
+def contents(raw: Engine) -> dict[str, tuple[Any, ...]]:
+    """Each incident's stored text, JSON and digest, by field."""
+    i = tables.incidents
+    columns = (i.c.field, i.c.message, i.c.path, i.c.evidence, i.c.content_digest)
+    with raw.connect() as conn:
+        return {r.field: tuple(r)[1:] for r in conn.execute(select(*columns))}
+
+
+@pytest.mark.usefixtures("parts")
+def test_incidents_found_again_as_stored_are_stamped_and_the_changed_rewritten(
+    store: SqlStore, raw: Engine
+) -> None:
+    first = [finding(n) for n in range(MANY)]
+    record(store, as_a_scan(store, first, T0), T0)
+    written = contents(raw)
+    assert all(digest is not None for *_, digest in written.values())
+
+    reworded = {n for n in range(MANY) if n % 7 == 3}
+    again = [finding(n, message="changed" if n in reworded else "seen") for n in range(MANY)]
+    changes = as_a_scan(store, again, T1)
+    assert changes.unchanged == bytes(int(i.field[1:]) not in reworded for i in changes.updated)
+    record(store, changes, T1)
+
+    now_stored = contents(raw)
+    stored = {i.field: i for i in store.incidents()}
+    for n in range(MANY):
+        field = f"f{n:04d}"
+        assert (stored[field].seen_at, stored[field].updated_at) == (T1, T1)
+        if n in reworded:
+            assert stored[field].message == f"changed {n}"
+            assert now_stored[field][-1] != written[field][-1]
+        else:
+            assert now_stored[field] == written[field]
+    with raw.connect() as conn:
+        runs = conn.execute(text("SELECT DISTINCT last_run_id FROM incidents")).scalars().all()
+    assert len(runs) == 1  # every row was found again by the second run
+    # The rewritten ones' new digests are what the next scan compares with.
+    assert as_a_scan(store, again, T2).unchanged == bytes([1]) * MANY
+
+
+@pytest.mark.parametrize("gone_at", [MANY // 2, MANY - 1])
+def test_stamping_seen_with_one_resolved_underneath_is_a_conflict(
+    store: SqlStore, raw: Engine, gone_at: int
+) -> None:
+    first = [finding(n) for n in range(MANY)]
+    record(store, as_a_scan(store, first, T0), T0)
+    changes = as_a_scan(store, first, T1)
+    assert changes.unchanged == bytes([1]) * MANY
+    gone = first[gone_at]  # in the first statement's slice of ids, or in the last one's
+    store.resolve(gone.id, at=T1, reason="by hand")
+    before = stored_rows(raw)
+
+    with pytest.raises(StoreConflict, match=f"incident {gone.id} .* updated is no longer open"):
+        record(store, changes, T1)
+    assert stored_rows(raw) == before
+
+
+def test_a_row_written_before_digests_is_rewritten_once(store: SqlStore, raw: Engine) -> None:
+    first = [finding(n) for n in range(3)]
+    record(store, as_a_scan(store, first, T0), T0)
+    with raw.begin() as conn:
+        conn.execute(
+            text("UPDATE incidents SET content_digest = NULL")
+        )  # as migration 0010 left it
+    changes = as_a_scan(store, first, T1)
+    assert changes.unchanged == bytes(3)
+    record(store, changes, T1)
+    assert all(digest is not None for *_, digest in contents(raw).values())
+    assert as_a_scan(store, first, T2).unchanged == bytes([1, 1, 1])
 
 
 # --- which kinds other models hold open (what keeps a tag)

@@ -25,6 +25,7 @@ from mlcopilot.model import (
     Schema,
     SchemaField,
     Severity,
+    content_digest,
 )
 from mlcopilot.model.incident_heads import IncidentHead, IncidentHeads
 from mlcopilot.scan.selection import check_clock, clock_for, on_shared_clock
@@ -102,7 +103,7 @@ def test_open_creates_the_schema_at_head(store: SqlStore, raw: Engine) -> None:
         "incidents",
     }
     with raw.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_heads() == ("0009",)
+        assert MigrationContext.configure(conn).get_current_heads() == ("0010",)
         # the tables the migrations built are exactly the ones the queries are written against
         diff = compare_metadata(MigrationContext.configure(conn), tables.metadata)
     assert diff == []
@@ -464,8 +465,11 @@ def test_incident_heads_are_each_latest_generation_state_and_times(store: SqlSto
         acknowledged_by="ana",
         resolution=None,
         seen_at=T3,
+        digest=content_digest(a),
     )
-    assert heads.get(b.id) == IncidentHead(2, IncidentState.OPEN, T3, None, None, None, None, T3)
+    assert heads.get(b.id) == IncidentHead(
+        2, IncidentState.OPEN, T3, None, None, None, None, T3, content_digest(b)
+    )
     assert heads.get(c.id) is None  # another model's
     assert list(heads.ids(open=True)) == sorted([a.id, b.id])
     assert list(heads.ids(open=False)) == []

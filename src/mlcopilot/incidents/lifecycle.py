@@ -21,7 +21,15 @@ from collections.abc import Set as AbstractSet
 from datetime import datetime
 
 from mlcopilot.errors import UsageError
-from mlcopilot.model import Finding, Incident, IncidentChanges, IncidentHead, IncidentState, Urn
+from mlcopilot.model import (
+    Finding,
+    Incident,
+    IncidentChanges,
+    IncidentHead,
+    IncidentState,
+    Urn,
+    content_digest,
+)
 
 CLEARED = "cleared: no longer found"
 """The resolution :func:`reconcile` records when a scan no longer finds an incident's risk."""
@@ -65,7 +73,8 @@ def reconcile(
 
     Returns:
         The incidents to open (new ones and recurrences), to refresh (still present; their state,
-        acknowledged or open, is kept) and to resolve, each sorted by id.
+        acknowledged or open, is kept) and to resolve, each sorted by id; and which refreshed
+        ones were found as stored (``unchanged``: a head's digest is the finding's).
     """
     could_decide = _as_predicate(evaluated)
     latest = _latest_by_id(previous)
@@ -73,8 +82,11 @@ def reconcile(
 
     opened: list[Incident] = []
     updated: list[Incident] = []
+    unchanged = bytearray()
     resolved: list[Incident] = []
-    for incident_id, finding in current.items():
+    # In id order, so what is opened and refreshed is in order as made (``unchanged`` with it).
+    for incident_id in sorted(current):
+        finding = current[incident_id]
         before: Incident | IncidentHead | None = latest.get(incident_id)
         if before is None and refreshing is not None:
             head = refreshing(incident_id)
@@ -85,6 +97,7 @@ def reconcile(
             continue
         elif before.is_open:
             updated.append(_refresh(incident_id, before, finding, now=now))
+            unchanged.append(_as_stored(before, finding))
         else:
             opened.append(_open(incident_id, finding, generation=before.generation + 1, now=now))
     for incident_id, before in latest.items():
@@ -102,10 +115,20 @@ def reconcile(
         return incident.id
 
     return IncidentChanges(
-        opened=tuple(sorted(opened, key=by_id)),
-        updated=tuple(sorted(updated, key=by_id)),
+        opened=tuple(opened),
+        updated=tuple(updated),
         resolved=tuple(sorted(resolved, key=by_id)),
+        unchanged=bytes(unchanged),
     )
+
+
+def _as_stored(before: Incident | IncidentHead, finding: Finding) -> bool:
+    """Whether the stored incident ``before`` already says what ``finding`` says.
+
+    Known only from a head's stored digest (a whole incident is rewritten, as before digests).
+    """
+    digest = before.digest if isinstance(before, IncidentHead) else None
+    return digest is not None and digest == content_digest(finding)
 
 
 def _changed_after(incident: Incident | IncidentHead, now: datetime) -> bool:

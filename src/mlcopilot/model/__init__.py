@@ -57,6 +57,7 @@ from mlcopilot.model.findings import (
     ProfileBaseline,
     ProfileReadiness,
     Severity,
+    content_digest,
     finding_id,
     plain_json,
 )
@@ -208,6 +209,7 @@ __all__ = [
     "contact_from_aspects",
     "contact_from_info",
     "contact_kind",
+    "content_digest",
     "dedupe_key",
     "destination_of",
     "field_statistics",

@@ -2,11 +2,13 @@
 
 A second scan of an estate reads back every incident of its models (282,022 at 10,000
 models) and refreshes nearly all of them. A refresh keeps only their generation, state,
-times and acknowledgement, and takes everything else from the finding. Read as objects,
+times and acknowledgement, and takes everything else from the finding; the stored content
+digest tells whether that changes anything. Read as objects,
 they were 49.5 MB of :class:`~mlcopilot.model.Incident` and about 20 MB of strings, read
 while the walk allocates what it keeps; let go after reconciling, they left the allocator's
 pages among the walk's partly used, and the second scan peaked above the first. Packed, they
-are a few arrays (19 bytes an incident, 37 before their row numbers took a byte each; each
+are a few arrays (27 bytes an incident with its 8-byte digest, 37 before their row numbers
+took a byte each and without the digest; each
 array one block that is given back whole), and an incident's :class:`IncidentHead` is made
 only when it is looked up.
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from mlcopilot.model.findings import Incident, IncidentState
+from mlcopilot.model.findings import Incident, IncidentState, content_digest
 
 _V = TypeVar("_V")
 
@@ -28,9 +30,12 @@ _STATES: tuple[IncidentState, ...] = tuple(IncidentState)
 _CODES: dict[str, int] = {state.value: code for code, state in enumerate(_STATES)}
 _RESOLVED = _CODES[IncidentState.RESOLVED.value]
 
+_NO_DIGEST = -1
+"""A row's digest when none is stored (written before digests were): never a digest."""
+
 _Row = Sequence[Any]
 """A stored incident's ``(id, generation, state, opened_at, resolved_at, acknowledged_at,
-acknowledged_by, resolution, seen_at)``, its times as the store holds them."""
+acknowledged_by, resolution, seen_at, content_digest)``, its times as the store holds them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,8 @@ class IncidentHead:
     acknowledged_by: str | None
     resolution: str | None
     seen_at: datetime | None
+    digest: int | None = None
+    """The stored :func:`~mlcopilot.model.findings.content_digest`; None when not known."""
 
     @property
     def is_open(self) -> bool:
@@ -125,6 +132,7 @@ class IncidentHeads:
         keys = array("Q")
         generations = array("I")
         states = bytearray()
+        digests = array("q")
         self._opened_at: _Repeated[datetime] = _Repeated(decode_time)  # type: ignore[arg-type]
         self._resolved_at: _Repeated[datetime | None] = _Repeated(decode_time)
         self._acknowledged_at: _Repeated[datetime | None] = _Repeated(decode_time)
@@ -140,7 +148,8 @@ class IncidentHeads:
             keys.append(key)
             generations.append(generation)
             states.append(_CODES[state])
-            opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution, seen_at = rest
+            opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution, seen_at = rest[:6]
+            digests.append(_NO_DIGEST if rest[6] is None else rest[6])
             self._opened_at.add(opened_at)
             self._resolved_at.add(resolved_at)
             self._acknowledged_at.add(acknowledged_at)
@@ -157,6 +166,7 @@ class IncidentHeads:
         self._keys = array("Q", [keys[row] for row in order])
         self._generations = array("I", [generations[row] for row in order])
         self._states = bytes(states[row] for row in order)
+        self._digests = array("q", [digests[row] for row in order])
         for column in self._columns():
             column.reordered(order)
 
@@ -174,6 +184,7 @@ class IncidentHeads:
                 i.acknowledged_by,
                 i.resolution,
                 i.seen_at,
+                content_digest(i),
             )
             for i in incidents
         )
@@ -189,6 +200,7 @@ class IncidentHeads:
         row = bisect_left(self._keys, key)
         if row == len(self._keys) or self._keys[row] != key:
             return None
+        digest = self._digests[row]
         return IncidentHead(
             self._generations[row],
             _STATES[self._states[row]],
@@ -198,6 +210,7 @@ class IncidentHeads:
             self._acknowledged_by[row],
             self._resolution[row],
             self._seen_at[row],
+            None if digest == _NO_DIGEST else digest,
         )
 
     def ids(self, *, open: bool) -> Iterator[str]:
@@ -229,7 +242,7 @@ class IncidentHeads:
         known = self._other.get(incident_id)
         if known is not None and known.generation >= generation:
             return
-        opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution, seen_at = rest
+        opened_at, resolved_at, acknowledged_at, acknowledged_by, resolution, seen_at, digest = rest
         time = decode_time or (lambda value: value)
         self._other[incident_id] = IncidentHead(
             generation,
@@ -240,4 +253,5 @@ class IncidentHeads:
             acknowledged_by,
             resolution,
             time(seen_at),
+            digest,
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     Column,
@@ -148,6 +149,9 @@ incidents = Table(
     Column("resolution", Text),
     # The clock of the last scan that found it; only scans set it (``Incident.seen_at``).
     Column("seen_at", UTCDateTime),
+    # What a scan wrote of it beyond its identity (``content_digest``): found again as stored,
+    # it is only stamped seen. Null on rows written before digests were: rewritten whole.
+    Column("content_digest", BigInteger),
     Column("last_run_id", Integer, ForeignKey("scan_runs.id")),
     Column("group_key", String(32)),
     Column("group_generation", Integer),
