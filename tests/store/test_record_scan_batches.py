@@ -173,7 +173,9 @@ def test_incidents_found_again_as_stored_are_stamped_and_the_changed_rewritten(
     reworded = {n for n in range(MANY) if n % 7 == 3}
     again = [finding(n, message="changed" if n in reworded else "seen") for n in range(MANY)]
     changes = as_a_scan(store, again, T1)
-    assert changes.unchanged == bytes(int(i.field[1:]) not in reworded for i in changes.updated)
+    assert changes.unchanged == bytes(
+        int((i.field or "")[1:]) not in reworded for i in changes.updated
+    )
     record(store, changes, T1)
 
     now_stored = contents(raw)
