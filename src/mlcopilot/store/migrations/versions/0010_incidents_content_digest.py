@@ -2,8 +2,9 @@
 
 A full rescan finds nearly every open incident again, and nearly always as it is stored. Each
 such refresh rewrote the row's severity, message, path and evidence (the JSON encoded again):
-a fifth of a rescan batch's time in the watcher and most of PostgreSQL's. With the digest
-stored, a scan that finds an incident as stored only stamps it seen, one statement for many.
+a fifth of a rescan batch's time in the watcher. With the digest stored, a scan that finds an
+incident as stored only stamps it seen, one statement for many (a rescan's PostgreSQL CPU fell
+by about a quarter).
 
 Rows written before stay null: their next refresh rewrites them whole and stores the digest.
 
