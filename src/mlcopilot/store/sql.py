@@ -935,23 +935,26 @@ class SqlStore(ClosedOnExit):
         for part in chunks(ordered, WRITE_CHUNK):
             rows = [{**values(inc), "_id": inc.id, "_generation": inc.generation} for inc in part]
             if conn.execute(statement, rows).rowcount != len(rows):
-                inc = _first_not_written(conn, part, run_id=run_id)
-                raise self._conflict(
-                    f"incident {inc.id} (generation {inc.generation}) to be {what} is no "
-                    "longer open"
-                )
+                raise self._not_open(conn, part, run_id, what)
+
+    def _not_open(
+        self, conn: Connection, incidents: Sequence[Incident], run_id: int, what: str
+    ) -> StoreConflict:
+        """The conflict of a write that matched fewer of ``incidents`` than it was given."""
+        inc = _first_not_written(conn, incidents, run_id=run_id)
+        return self._conflict(
+            f"incident {inc.id} (generation {inc.generation}) to be {what} is no longer open"
+        )
 
     def _stamp_seen(self, conn: Connection, incidents: Sequence[Incident], run_id: int) -> None:
         """Stamp ``incidents`` (found again as stored) seen by this run: nothing else changes.
 
         One statement for each :data:`IN_CHUNK` of them sharing a generation and their times
-        (a scan's all share its times, and most are generation 1), where a row's executemany
-        with its text and JSON was 1.8 s of a 10 s batch of 250 models (now 0.8 s), and a
-        rescan's PostgreSQL CPU fell by a quarter. By ``id IN (...)`` and one generation, which
-        the primary key
-        answers (a list of ``(id, generation)`` pairs is not, on PostgreSQL: every statement
-        read the whole table). Only while that generation is unresolved, as in
-        :meth:`_update_open`: every one must match.
+        (a scan's all share its times, and most are generation 1), not :meth:`_update_open`'s
+        executemany of each row's text and JSON (benchmarks/RESULTS.md, session 27). By ``id
+        IN (...)`` and one generation, which the primary key answers (a list of ``(id,
+        generation)`` pairs is not, on PostgreSQL: every statement read the whole table). Only
+        while that generation is unresolved, as in :meth:`_update_open`: every one must match.
         """
         i = t.incidents
         alike: dict[tuple[int, datetime, datetime | None], list[Incident]] = {}
@@ -969,11 +972,7 @@ class SqlStore(ClosedOnExit):
                     .values(updated_at=updated_at, seen_at=seen_at, last_run_id=run_id)
                 )
                 if conn.execute(statement).rowcount != len(part):
-                    inc = _first_not_written(conn, part, run_id=run_id)
-                    raise self._conflict(
-                        f"incident {inc.id} (generation {inc.generation}) to be updated is no "
-                        "longer open"
-                    )
+                    raise self._not_open(conn, part, run_id, "updated")
 
     def _set(self, conn: Connection, before: Incident, after: Incident) -> None:
         i = t.incidents
