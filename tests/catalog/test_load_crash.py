@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from benchmarks.generate import Shape, write
+from mlcopilot.catalog.load_stream import PARALLEL_FROM_BYTES
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.errors import CatalogError
 
@@ -48,9 +49,11 @@ def snapshot(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
 
 @pytest.fixture(scope="module")
 def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """About 13 MB of MCPs (schemas, lineage, operations...), a few seconds of loading."""
+    """About 6.5 MB of MCPs (schemas, lineage, operations...), a second or two of loading: above
+    ``PARALLEL_FROM_BYTES``, so the load forks its reader process, which must die with it."""
     path = tmp_path_factory.mktemp("crash") / "big.json"
-    write(Shape.one_model(3000), path)
+    write(Shape.one_model(1500), path)
+    assert path.stat().st_size > PARALLEL_FROM_BYTES
     return path
 
 
@@ -144,7 +147,7 @@ def small_disk() -> Iterator[Path]:
     mount = Path(f"/tmp/mlcopilot-full-{uuid.uuid4().hex[:8]}")
     mount.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)], check=False
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], check=False
     )
     if done.returncode != 0:
         mount.rmdir()
@@ -164,7 +167,7 @@ def test_a_full_disk_leaves_the_catalog_as_it_was(
     before = snapshot(db)
     before_bytes = db.read_bytes()
     with pytest.raises(CatalogError, match="database or disk is full") as raised:
-        load_metadata_files(db, [big_file])  # 13 MB of metadata onto a 6 MB disk
+        load_metadata_files(db, [big_file])  # 6.5 MB of metadata onto a 3 MB disk
     assert "nothing was loaded: the catalog is as it was" in str(raised.value)
     assert snapshot(db) == before
     # Every page as it was. Of the 100-byte file header only SQLite's change counters may

@@ -1,8 +1,10 @@
 """The state database's tables, as SQLAlchemy Core metadata (one schema for SQLite and Postgres).
 
-The tables are created and changed only by the Alembic migrations in ``migrations/versions``;
-this module describes the schema the newest migration produces, for queries (and for
-``alembic revision --autogenerate`` when the schema changes). A test checks the two agree.
+This module describes the schema the newest migration in ``migrations/versions`` produces: for
+queries, for ``alembic revision --autogenerate`` when the schema changes, and to create a new
+database (``open_store`` creates its tables from here and stamps the newest revision; older
+databases are upgraded by the migrations). ``tests/store/test_schema_at_head.py`` checks that
+both ways give the same database, column order included.
 """
 
 from __future__ import annotations
@@ -90,9 +92,11 @@ baselines = Table(
     metadata,
     Column("model", Text, nullable=False),
     Column("dataset", Text, nullable=False),
-    Column("schema_digest", String(32), ForeignKey("baseline_schemas.digest"), nullable=False),
     Column("source", String(16), nullable=False),
     Column("captured_at", UTCDateTime, nullable=False),
+    # Columns in the order the migrations leave them (added ones last): a new database is
+    # created from this schema, an old one migrated, and the two are the same (a test checks).
+    Column("schema_digest", String(32), ForeignKey("baseline_schemas.digest"), nullable=False),
     PrimaryKeyConstraint("model", "dataset"),
     CheckConstraint("source IN ('history', 'first_scan', 'accepted')", name="source"),
 )
@@ -147,14 +151,14 @@ incidents = Table(
     Column("acknowledged_at", UTCDateTime),
     Column("acknowledged_by", Text),
     Column("resolution", Text),
+    Column("last_run_id", Integer, ForeignKey("scan_runs.id")),
+    Column("group_key", String(32)),
+    Column("group_generation", Integer),
     # The clock of the last scan that found it; only scans set it (``Incident.seen_at``).
     Column("seen_at", UTCDateTime),
     # What a scan wrote of it beyond its identity (``content_digest``): found again as stored,
     # it is only stamped seen. Null on rows written before digests were: rewritten whole.
     Column("content_digest", BigInteger),
-    Column("last_run_id", Integer, ForeignKey("scan_runs.id")),
-    Column("group_key", String(32)),
-    Column("group_generation", Integer),
     PrimaryKeyConstraint("id", "generation"),
     CheckConstraint("generation >= 1", name="generation"),
     CheckConstraint("state IN ('open', 'acknowledged', 'resolved')", name="state"),

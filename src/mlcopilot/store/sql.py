@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import Enum
-from functools import partial
+from functools import cache, partial
 from importlib import resources
 from itertools import chain
 from operator import attrgetter
@@ -1088,14 +1088,8 @@ class _Opening:
 def _migrate(engine: Engine, opening: _Opening) -> None:
     shown = opening.shown
     with resources.as_file(resources.files("mlcopilot.store") / "migrations") as location:
-        cfg = Config()
-        cfg.set_main_option("script_location", str(location).replace("%", "%%"))
-        cfg.set_main_option("path_separator", "os")
-        script = ScriptDirectory.from_config(cfg)
-        revisions = _Revisions(
-            heads=frozenset(script.get_heads()),
-            known=frozenset(rev.revision for rev in script.walk_revisions()),
-        )
+        cfg = _config(str(location))
+        script, revisions = _scripts(str(location))
         with engine.connect() as conn:
             current = _current(conn, revisions, shown)
             if current == revisions.heads:
@@ -1115,8 +1109,49 @@ def _migrate(engine: Engine, opening: _Opening) -> None:
                         # it, so it is empty (truncated?) or another program's.
                         _refuse_unrecognised(conn, opening)
                     _refuse_foreign(conn, shown)
+                    _create_at_head(conn, script)
+                    return
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
+
+
+def _create_at_head(conn: Connection, script: ScriptDirectory) -> None:
+    """Create a new database's tables as the newest migration leaves them, and stamp it so.
+
+    Alembic's recipe for a database built from scratch: the tables from the schema
+    (:mod:`mlcopilot.store.schema`, which a test proves equal to what the migrations build, on
+    both engines), instead of every migration in turn (SQLite's copy whole tables to alter
+    them). A new store opened in 60 ms on SQLite that way, 9 now; PostgreSQL 90 and 60 ms. The
+    test suite makes thousands. Existing databases are upgraded migration by migration.
+    """
+    t.metadata.create_all(conn, checkfirst=False)
+    MigrationContext.configure(conn).stamp(script, "head")
+
+
+def _config(location: str) -> Config:
+    """Alembic's configuration for the migrations at ``location``.
+
+    A new one for each upgrade: the connection is handed over in its attributes.
+    """
+    cfg = Config()
+    cfg.set_main_option("script_location", location.replace("%", "%%"))
+    cfg.set_main_option("path_separator", "os")
+    return cfg
+
+
+@cache
+def _scripts(location: str) -> tuple[ScriptDirectory, _Revisions]:
+    """The migrations at ``location`` and their revisions, read once a process.
+
+    Reading them loads every migration script (5 ms), and every open of a store asks which
+    revision is the newest.
+    """
+    script = ScriptDirectory.from_config(_config(location))
+    revisions = _Revisions(
+        heads=frozenset(script.get_heads()),
+        known=frozenset(rev.revision for rev in script.walk_revisions()),
+    )
+    return script, revisions
 
 
 def _current(conn: Connection, revisions: _Revisions, shown: str) -> frozenset[str]:
