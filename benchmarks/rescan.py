@@ -512,7 +512,8 @@ def _batch_costs(sizes: list[int], profile: Path | None, *, state_url: str | Non
             text = io.StringIO()
             pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(60)
             profile.write_text(text.getvalue(), encoding="utf-8")
-            log(f"batch costs: a batch of {sizes[-1]} profiled into {profile}")
+            profiler.dump_stats(profile.with_suffix(".prof"))  # for callers: pstats, snakeviz
+            log(f"batch costs: a batch of {sizes[-1]} profiled into {profile} (and .prof)")
         store.close()
     finally:
         shutil.rmtree(home, ignore_errors=True)

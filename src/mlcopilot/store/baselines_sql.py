@@ -45,7 +45,7 @@ from mlcopilot.model import (
     schema_text,
 )
 from mlcopilot.store import schema as t
-from mlcopilot.store.chunks import WRITE_CHUNK, chunks
+from mlcopilot.store.chunks import WRITE_CHUNK, chunks, one_of
 from mlcopilot.store.rows import Times, raw_time, require_aware
 
 _SCHEMA: Final = TypeAdapter(Schema)
@@ -88,7 +88,8 @@ def read_baselines(
     stored = _StoredBaselines(conn, current or _NONE)
     columns = (b.c.model, b.c.dataset, b.c.schema_digest, b.c.source, raw_time(b.c.captured_at))
     for chunk in chunks(list(found), _MODELS_A_READ):
-        query = select(*columns).where(b.c.model.in_(chunk)).order_by(b.c.model, b.c.dataset)
+        query = select(*columns).where(one_of(conn, b.c.model, chunk))
+        query = query.order_by(b.c.model, b.c.dataset)
         for baseline in stored.read(conn.execute(query).all()):
             found[baseline.model].append(baseline)
     return found
@@ -144,7 +145,7 @@ class _StoredBaselines:
         text = cast(s.c.schema, Text)  # decoded here: PostgreSQL's json keeps it as written
         for chunk in chunks(list(wanted)):
             for digest, stored in self._conn.execute(
-                select(s.c.digest, text).where(s.c.digest.in_(chunk))
+                select(s.c.digest, text).where(one_of(self._conn, s.c.digest, chunk))
             ):
                 dataset, model = wanted[digest]
                 self._decoded[digest] = _decoded(stored, dataset, model)

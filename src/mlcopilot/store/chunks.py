@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, any_, bindparam
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
 
 T = TypeVar("T")
 
@@ -27,3 +31,19 @@ def batches(values: Iterable[T], size: int = WRITE_CHUNK) -> Iterator[list[T]]:
     them = iter(values)
     while batch := list(islice(them, size)):
         yield batch
+
+
+def one_of(
+    conn: Connection, column: ColumnElement[Any], values: Sequence[Any]
+) -> ColumnElement[bool]:
+    """``column IN (values...)``; on PostgreSQL ``column = ANY(:values)``, one array parameter.
+
+    An ``IN`` list is a new statement text for every length of it: SQLAlchemy renders its
+    parameters at each execution and psycopg converts the new text, about 10 ms of a scan's
+    CPU for a list of 500 (a batch of a full rescan runs about 80 such), and PostgreSQL parses
+    each. One array parameter keeps one text, which both cache and psycopg prepares after a
+    few runs. PostgreSQL plans ``= ANY`` of an array as it plans ``IN`` (an index scan).
+    """
+    if conn.dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
+    return column.in_(values)

@@ -13,7 +13,7 @@ from sqlalchemy import ColumnElement, Connection, Row, Select, select
 
 from mlcopilot.model import GroupState, SinkName, SinkRef, Urn, WatchedGroup, WatchedMember
 from mlcopilot.store import schema as t
-from mlcopilot.store.chunks import chunks
+from mlcopilot.store.chunks import chunks, one_of
 from mlcopilot.store.outbox_sql import of_sinks
 
 _WATCHED_COLUMNS = (
@@ -95,7 +95,7 @@ def _where_in(
     """``query``'s rows whose ``column`` is one of ``values`` (a statement a chunk of them)."""
     rows: list[Row[Any]] = []
     for chunk in chunks(values):
-        rows += conn.execute(query.where(column.in_(chunk))).all()
+        rows += conn.execute(query.where(one_of(conn, column, chunk))).all()
     return rows
 
 
@@ -140,7 +140,8 @@ def incident_targets(
     shared: dict[tuple[str, ...], tuple[str, ...]] = {}
     found: dict[tuple[str, int], tuple[str, ...]] = {}
     for chunk in chunks(sorted(given)):
-        for incident_id, generation, sinks in conn.execute(query.where(i.c.id.in_(chunk))):
+        rows = conn.execute(query.where(one_of(conn, i.c.id, chunk)))
+        for incident_id, generation, sinks in rows:
             targets = tuple(sinks)
             found[(given[incident_id], int(generation))] = shared.setdefault(targets, targets)
     return found

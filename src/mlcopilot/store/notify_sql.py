@@ -44,7 +44,7 @@ from mlcopilot.model import (
     Urn,
 )
 from mlcopilot.store import schema as t
-from mlcopilot.store.chunks import WRITE_CHUNK, batches, chunks
+from mlcopilot.store.chunks import WRITE_CHUNK, batches, chunks, one_of
 from mlcopilot.store.rows import incident_from_mapping
 
 WRITEBACK_GROUP = "-"
@@ -342,7 +342,7 @@ def _stored_groups_of(conn: Connection, incidents: Sequence[Incident]) -> set[tu
     found: set[tuple[str, int]] = set()
     for chunk in chunks(sorted(generation_of)):
         query = select(i.c.id, i.c.generation, i.c.group_key, i.c.group_generation).where(
-            i.c.id.in_(chunk), i.c.group_key.is_not(None)
+            one_of(conn, i.c.id, chunk), i.c.group_key.is_not(None)
         )
         for incident_id, generation, key, group_generation in conn.execute(query):
             if generation_of[incident_id] == generation or (incident_id, generation) in more:

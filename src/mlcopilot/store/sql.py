@@ -97,7 +97,7 @@ from mlcopilot.store.baselines_sql import (
     select_baselines,
     upsert_baselines,
 )
-from mlcopilot.store.chunks import IN_CHUNK, WRITE_CHUNK, chunks
+from mlcopilot.store.chunks import IN_CHUNK, WRITE_CHUNK, chunks, one_of
 from mlcopilot.store.opening import (
     check_sqlite_file,
     empty_store_message,
@@ -251,7 +251,7 @@ class SqlStore(ClosedOnExit):
         urns: dict[str, str] = {}
         with self._read("reading baselines") as conn:
             for chunk in chunks(list(found)):
-                query = select(b.c.model, b.c.dataset).where(b.c.model.in_(chunk))
+                query = select(b.c.model, b.c.dataset).where(one_of(conn, b.c.model, chunk))
                 for model, dataset in conn.execute(query):
                     found[model].add(urns.setdefault(dataset, dataset))
         return found
@@ -366,7 +366,7 @@ class SqlStore(ClosedOnExit):
         )
         with self._read("reading incidents") as conn:
             rows = chain.from_iterable(
-                conn.execute(query.where(i.c.model.in_(chunk)))
+                conn.execute(query.where(one_of(conn, i.c.model, chunk)))
                 for chunk in chunks(list(dict.fromkeys(models)))
             )
             return IncidentHeads(rows, decode_time=Times(conn.dialect))
@@ -965,7 +965,7 @@ class SqlStore(ClosedOnExit):
                 statement = (
                     update(i)
                     .where(
-                        i.c.id.in_([inc.id for inc in part]),
+                        one_of(conn, i.c.id, [inc.id for inc in part]),
                         i.c.generation == generation,
                         i.c.state != IncidentState.RESOLVED.value,
                     )
