@@ -1088,7 +1088,6 @@ class _Opening:
 def _migrate(engine: Engine, opening: _Opening) -> None:
     shown = opening.shown
     with resources.as_file(resources.files("mlcopilot.store") / "migrations") as location:
-        cfg = _config(str(location))
         script, revisions = _scripts(str(location))
         with engine.connect() as conn:
             current = _current(conn, revisions, shown)
@@ -1111,6 +1110,7 @@ def _migrate(engine: Engine, opening: _Opening) -> None:
                     _refuse_foreign(conn, shown)
                     _create_at_head(conn, script)
                     return
+                cfg = _config(str(location))
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
 
