@@ -12,8 +12,10 @@ line that names the URL, with any password hidden, and says how to fix it.
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -172,6 +174,8 @@ def open_store(url: str, *, create: bool = True, read_only: bool = False) -> Sql
             parsed = read_only_url(parsed, path)
     engine: Engine | None = None
     try:
+        if fresh and path is not None and _created_whole(parsed, path, shown):
+            fresh = False  # there now, complete: ours, or another process's made meanwhile
         engine = _create_engine(parsed)
         opening = _Opening(shown, path=path, fresh=fresh, create=create, read_only=read_only)
         _migrate(engine, opening)
@@ -1014,6 +1018,35 @@ def _parse(url: str) -> URL:
     if backend in ("postgres", "postgresql") and driver in ("", "psycopg"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed
+
+
+def _created_whole(url: URL, path: Path, shown: str) -> bool:
+    """Create the SQLite state database at ``path`` complete; False if this filesystem cannot.
+
+    It is made under a temporary name beside ``path`` and hard-linked into place, so a file at
+    ``path`` is never a half-made database: another process opening it meanwhile (a watcher
+    and its relay lanes starting on a new state file together) would otherwise find it empty,
+    take the write lock before its creator and refuse it as a truncated one. When another
+    process links its own first, that one is used. Where hard links are refused, the caller
+    creates the file in place, as before.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.new")
+    try:
+        engine = _create_engine(url.set(database=str(temporary)))
+        try:
+            opening = _Opening(shown, path=temporary, fresh=True, create=True, read_only=False)
+            _migrate(engine, opening)
+        finally:
+            engine.dispose()
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return True
+        except OSError:
+            return False
+        return True
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _remove_if_empty(path: Path) -> None:
