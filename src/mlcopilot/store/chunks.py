@@ -39,10 +39,10 @@ def one_of(
     """``column IN (values...)``; on PostgreSQL ``column = ANY(:values)``, one array parameter.
 
     An ``IN`` list is a new statement text for every length of it: SQLAlchemy renders its
-    parameters at each execution and psycopg converts the new text, about 10 ms of a scan's
-    CPU for a list of 500 (a batch of a full rescan runs about 80 such), and PostgreSQL parses
-    each. One array parameter keeps one text, which both cache and psycopg prepares after a
-    few runs. PostgreSQL plans ``= ANY`` of an array as it plans ``IN`` (an index scan).
+    parameters at each execution, psycopg converts the new text and PostgreSQL parses it (86
+    statements in a profiled batch of a full rescan: benchmarks/RESULTS.md, session 28). One array
+    parameter keeps one text, which both cache and psycopg prepares after a few runs.
+    PostgreSQL plans ``= ANY`` of an array as it plans ``IN`` (an index scan).
     """
     if conn.dialect.name == "postgresql":
         return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))

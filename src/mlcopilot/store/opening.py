@@ -69,8 +69,8 @@ def check_sqlite_file(path: Path, shown: str, *, create: bool) -> bool:
         raise StoreError(
             f"cannot read state database {shown}: {exc.strerror}; check its permissions"
         ) from exc
-    # Zero bytes: checked once the file is open and locked (sql._migrate), since a concurrent
-    # first scan may be creating it right now.
+    # Zero bytes: checked once the file is open and locked (sql._migrate): where hard links are
+    # refused, a concurrent first scan may be creating it in place right now.
     if header and header != SQLITE_HEADER:
         raise StoreError(
             f"state database {shown} is not a SQLite database (it does not start with "

@@ -1137,8 +1137,10 @@ def _migrate(engine: Engine, opening: _Opening) -> None:
                     return  # another process migrated while we waited
                 if not current:
                     if opening.existing_file:
-                        # Still nothing of ours with the lock held: no first scan is creating
-                        # it, so it is empty (truncated?) or another program's.
+                        # Still nothing of ours with the lock held: a new file is linked into
+                        # place whole (_created_whole), so this one is empty (truncated?) or
+                        # another program's. (Where hard links are refused, a first scan
+                        # creating it in place may still be caught here before its lock.)
                         _refuse_unrecognised(conn, opening)
                     _refuse_foreign(conn, shown)
                     _create_at_head(conn, script)
@@ -1153,9 +1155,9 @@ def _create_at_head(conn: Connection, script: ScriptDirectory) -> None:
 
     Alembic's recipe for a database built from scratch: the tables from the schema
     (:mod:`mlcopilot.store.schema`, which a test proves equal to what the migrations build, on
-    both engines), instead of every migration in turn (SQLite's copy whole tables to alter
-    them). A new store opened in 60 ms on SQLite that way, 9 now; PostgreSQL 90 and 60 ms. The
-    test suite makes thousands. Existing databases are upgraded migration by migration.
+    both engines), instead of every migration in turn: SQLite's copy whole tables to alter
+    them, and every scan, watcher and test that starts on a new store paid for all of them.
+    Existing databases are upgraded migration by migration.
     """
     t.metadata.create_all(conn, checkfirst=False)
     MigrationContext.configure(conn).stamp(script, "head")
@@ -1176,8 +1178,8 @@ def _config(location: str) -> Config:
 def _scripts(location: str) -> tuple[ScriptDirectory, _Revisions]:
     """The migrations at ``location`` and their revisions, read once a process.
 
-    Reading them loads every migration script (5 ms), and every open of a store asks which
-    revision is the newest.
+    Reading them loads every migration script, and every open of a store asks which revision
+    is the newest.
     """
     script = ScriptDirectory.from_config(_config(location))
     revisions = _Revisions(
