@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, TypeGuard, TypeVar
 
-from avro.errors import AvroException
+from avro.errors import AvroException, AvroTypeException
 from datahub.emitter.aspect import ASPECT_MAP
 from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
 from datahub.metadata.schema_classes import (
@@ -1123,9 +1123,15 @@ def to_json(aspect: _Aspect) -> JsonObject:
     Raises:
         ValueError: when the aspect does not validate against DataHub's schema.
     """
-    if not aspect.validate():
-        raise ValueError(f"{aspect.get_aspect_name()} does not fit DataHub's schema: {aspect}")
-    result: JsonObject = pre_json_transform(aspect.to_obj())
+    try:
+        # ``to_obj`` validates against the schema as it converts (avrogen's
+        # ``to_json_object``): a ``validate()`` first walked every aspect twice.
+        converted = aspect.to_obj()
+    except AvroTypeException:
+        raise ValueError(
+            f"{aspect.get_aspect_name()} does not fit DataHub's schema: {aspect}"
+        ) from None
+    result: JsonObject = pre_json_transform(converted)
     return result
 
 
