@@ -9,6 +9,7 @@ stand-in's Rest.li ``/aspects`` endpoint.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from datahub.emitter.aspect import TIMESERIES_ASPECT_MAP
 from standin.fixtures import StandInFactory
 from standin.server import StandIn
 from testing.ingest import ingest
-from tests.conftest import SAMPLES
+from tests.conftest import DEMO_DATA, SAMPLES
 
 Json = dict[str, Any]
 
@@ -179,3 +180,16 @@ def test_golden_files_exercise_the_templates() -> None:
     ):
         assert expected in paths
     assert terms
+
+
+def test_the_pipeline_leaves_the_http_libraries_loggers_as_a_new_process_has_them(
+    standin_factory: StandInFactory,
+) -> None:
+    """DataHub's ingestion sets ``urllib3`` to ERROR when it loads its logging manager; the
+    suite's later tests in the same worker must still see the warnings a command shows."""
+    server = standin_factory([])
+    ingest(DEMO_DATA / "01_catalog.json", server.url)
+    assert logging.getLogger("urllib3").level == logging.NOTSET
+    assert logging.getLogger("urllib3.connectionpool").getEffectiveLevel() == (
+        logging.getLogger().getEffectiveLevel()
+    )
