@@ -44,7 +44,8 @@ from testing.fakes.slack import FakeSlack
 from testing.notify_world import notify_env
 from testing.plugin_install import OFFLINE, install_into_venv, pip, source_copy
 
-pytestmark = pytest.mark.slow
+# On one worker: the module's two installs are made once per worker that runs any of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check_plugin")]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "check-plugin"

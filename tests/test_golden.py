@@ -38,9 +38,12 @@ GOLDEN = SAMPLES / "golden"
 FILES = sorted(GOLDEN.glob("*.json")) + sorted(SAMPLES.glob("*.json"))
 NOW = "2026-11-29T00:00:00Z"
 
-pytestmark = pytest.mark.skipif(
-    not GOLDEN.is_dir(), reason=f"DataHub's golden files not found at {GOLDEN}"
-)
+pytestmark = [
+    pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"DataHub's golden files not found at {GOLDEN}"),
+    # On one worker: the module's fixtures (every file ingested into a stand-in of its own and
+    # scanned through lite:) are built once per worker that runs any of its tests.
+    pytest.mark.xdist_group("golden"),
+]
 
 
 # --- facts read from the file itself ------------------------------------------------------

@@ -29,7 +29,8 @@ from mlcopilot.catalog.load_stream import PARALLEL_FROM_BYTES
 from mlcopilot.catalog.loader import load_metadata_files
 from mlcopilot.errors import CatalogError
 
-pytestmark = pytest.mark.slow
+# On one worker: the module's big file is built once per worker that runs any of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("load_crash")]
 
 DEMO = Path(__file__).parents[2] / "src" / "mlcopilot" / "demo_data" / "01_catalog.json"
 ROOT = Path(__file__).parents[2]
