@@ -213,11 +213,11 @@ def _run(
         "models": len(scanned),
         "scanned_once": all(n == 1 for n in scanned.values()),
         "scans": len(scans),
-        "scan_s": statistics.mean(s for _, s, _ in scans) if scans else None,
-        # Each scan's start and end, seconds after the request (for a timeline by hand).
+        "scan_s": statistics.mean((e - s).total_seconds() for _, s, e in scans) if scans else None,
+        # Each scan's start and end (_scans_since), seconds after the request.
         "timeline": [
-            (round(end.timestamp() - took - t0, 3), round(end.timestamp() - t0, 3))
-            for _, took, end in scans
+            (round(start.timestamp() - t0, 3), round(end.timestamp() - t0, 3))
+            for _, start, end in scans
         ],
         "wall_s": done_at - t0,
         "split_s": (split_at or done_at) - t0,
@@ -250,18 +250,21 @@ def _idle(state: State) -> bool:
     return all(m == ALL_MODELS and c is None and due > now for m, c, due in rows)
 
 
-def _scans_since(state: State, since: datetime) -> list[tuple[list[str], float, datetime]]:
-    """Each scan started at or after ``since``: its models, its duration and when it ended."""
+def _scans_since(state: State, since: datetime) -> list[tuple[list[str], datetime, datetime]]:
+    """Each scan started at or after ``since``: its models, when it started and when it ended.
+
+    The end is ``scan_runs.finished_at``, stamped as the scan starts recording: a scan's
+    recording transaction lies between its end and the next scan's start.
+    """
     rows = state.rows(
         "SELECT models, started_at, finished_at FROM scan_runs WHERE started_at >= :since "
         "ORDER BY id",
         since=since,
     )
-    found = []
-    for models, start, end in rows:
-        listed = json.loads(models) if isinstance(models, str) else models
-        found.append((list(listed), (end - start).total_seconds(), end))
-    return found
+    return [
+        (list(json.loads(models) if isinstance(models, str) else models), start, end)
+        for models, start, end in rows
+    ]
 
 
 _SCANNED = re.compile(r"watch: scanned (\d+) model\(s\) \(full rescan, batch \d+ of \d+: (.*?)\)")
