@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mlcopilot.catalog.datahub import catalog as datahub_catalog
 from mlcopilot.catalog.datahub.catalog import DataHubCatalog
@@ -170,3 +172,15 @@ def test_a_dry_run_compared_in_slices_reports_what_one_comparison_reports(
         for size in (1, 2, 3, 5):
             monkeypatch.setattr(datahub_catalog, "WRITE_SLICE", size)
             assert catalog.apply(writes, dry_run=True) == whole, size
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([f"urn:li:tag:t{i}" for i in range(12)]), max_size=8)))
+def test_the_urns_needed_again_are_the_ones_a_later_part_needs(parts: list[list[str]]) -> None:
+    """Each urn more than one part needs, with the last part needing it; no other urn."""
+    expected: dict[int, int] = {}
+    for urn in {u for part in parts for u in part}:
+        needing = [index for index, part in enumerate(parts) if urn in part]
+        if len(needing) > 1:
+            expected[hash(urn)] = needing[-1]
+    assert datahub_catalog._needed_again(parts) == expected

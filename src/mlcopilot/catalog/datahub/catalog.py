@@ -31,12 +31,15 @@ Writes re-read what they change.
 
 from __future__ import annotations
 
+import heapq
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import repeat
 from typing import Any, Literal, TypeVar
 
 from datahub.metadata.schema_classes import StructuredPropertyDefinitionClass, TagPropertiesClass
@@ -301,14 +304,20 @@ def _needed_again(needs: Iterable[Iterable[Urn]]) -> dict[int, int]:
     made the compare the second scan's peak again (1,051 MB; 995 by hash, stage probe). A hash
     two urns share only carries what one part changed on to a part that does not need it,
     which changes nothing that part folds.
+
+    Each part's hashes are kept sorted in an array (8 bytes each) and merged, rather than
+    every hash in a dict to find the repeats: that dict, 560,000 incident and document urns
+    needed once each, was the dry run's peak at 10,000 models (42 MB for a moment, stage
+    probe; 6 MB now, for 0.4 s more CPU).
     """
-    first: dict[int, int] = {}
+    parts = [array("q", sorted({hash(urn) for urn in urns})) for urns in needs]
     again: dict[int, int] = {}
-    for index, urns in enumerate(needs):
-        for urn in urns:
-            key = hash(urn)
-            if first.setdefault(key, index) != index:
-                again[key] = index
+    last: int | None = None
+    # In hash order, and a hash's parts in ascending order: the last one seen is the last.
+    for key, index in heapq.merge(*(zip(part, repeat(i)) for i, part in enumerate(parts))):
+        if key == last:
+            again[key] = index
+        last = key
     return again
 
 
