@@ -33,10 +33,10 @@ def urn_type(urn: Urn) -> str | None:
 
     A scan asks it of every urn several times (fetch, walk, history), and the SDK's parse is
     the costliest part of it: the answers are remembered, but for the incident and document
-    urns of a write-back, read off the urn. An estate's write-back names 560,000 of them
-    (10,000 models), once or twice each; remembered, they pushed the walk's urns out of the
-    cache and held 46 MB (its entries and the urns they keep) to the end of the scan, and in
-    a watcher for good.
+    urns of a write-back, read off the urn. An estate's write-back names 564,044 of them
+    (10,000 models), each made for the asking; remembered, they pushed the walk's urns out of
+    the cache and kept themselves alive to the end of the scan (1,000 models: 9.9 MB a dry
+    run's compare left behind; at 10,000 the compare ends 17 MB lower without them).
     """
     if urn.startswith(_WRITTEN_PREFIXES) and (written := _WRITTEN.fullmatch(urn)):
         return written.group(1)
