@@ -21,9 +21,11 @@ NO_LINEAGE = frozenset({"mlFeatureTable"})
 are its members, not its lineage), so asking the index from one is a wasted request."""
 
 
-_WRITTEN_PREFIXES = ("urn:li:incident:", "urn:li:document:")
-_WRITTEN = re.compile(r"urn:li:(incident|document):[A-Za-z0-9_.-]+")
-"""An incident or document urn with a plain id, as the write-back names its own
+_WRITTEN_TYPES = ("incident", "document")
+"""The entity types a write-back names by the hundred thousand, each urn once."""
+_WRITTEN_PREFIXES = tuple(f"urn:li:{entity_type}:" for entity_type in _WRITTEN_TYPES)
+_WRITTEN = re.compile(rf"urn:li:({'|'.join(_WRITTEN_TYPES)}):[A-Za-z0-9_.-]+")
+"""One of those urns with a plain id, as the write-back names its own
 (``urn:li:incident:mlcopilot-<id>-<generation>``): the SDK parses it as that type, its one
 id holding no reserved character."""
 
@@ -36,7 +38,9 @@ def urn_type(urn: Urn) -> str | None:
     urns of a write-back, read off the urn. An estate's write-back names 564,044 of them
     (10,000 models), each made for the asking; remembered, they pushed the walk's urns out of
     the cache and kept themselves alive to the end of the scan (1,000 models: 9.9 MB a dry
-    run's compare left behind; at 10,000 the compare ends 17 MB lower without them).
+    run's compare left behind; at 10,000 the compare ends 17 MB lower without them). The check
+    costs every other urn about 90 ns a call (161 against 74 for the cache alone): a dry run
+    of 1,000 models asks 175,353 times.
     """
     if urn.startswith(_WRITTEN_PREFIXES) and (written := _WRITTEN.fullmatch(urn)):
         return written.group(1)
